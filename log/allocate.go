@@ -1,0 +1,294 @@
+package log
+
+import (
+	"fmt"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// WarmMode says how the allocator pre-faults a new file's pages so that
+// appends do not pay for the first touch of each page.
+type WarmMode int
+
+const (
+	// WarmPopulate pre-faults the whole file with one
+	// madvise(MADV_POPULATE_WRITE) per chunk (Linux 5.14+). It leaves the
+	// contents alone, so a file can be handed to the appender while its
+	// warm-up still runs: a roll never waits for it. The default.
+	WarmPopulate WarmMode = iota
+	// WarmTouch writes a zero into every 4 KiB page, as RocketMQ's
+	// warmMappedFile does. It changes the bytes, so the file is handed out
+	// only after the warm-up finished.
+	WarmTouch
+	// WarmNone leaves pages to be faulted in by the appends themselves.
+	WarmNone
+)
+
+// String names the mode as the configuration spells it.
+func (w WarmMode) String() string {
+	switch w {
+	case WarmPopulate:
+		return "populate"
+	case WarmTouch:
+		return "touch"
+	case WarmNone:
+		return "none"
+	}
+	return fmt.Sprintf("WarmMode(%d)", int(w))
+}
+
+// allocRequest is one file being prepared by the allocator.
+type allocRequest struct {
+	from  int64
+	ready chan struct{} // closed when file or err is set
+	file  *MappedFile
+	err   error
+}
+
+// AllocateMappedFileService creates the next files of the log in the
+// background (RocketMQ's AllocateMappedFileService): when the appender asks
+// for file N it also queues file N+1, so the following roll finds its file
+// already allocated, mapped and warmed, and never waits for the disk.
+type AllocateMappedFileService struct {
+	dir  string
+	size int64
+	cfg  *Config
+	pool *TransientStorePool
+
+	mu struct {
+		sync.Mutex
+		pending map[int64]*allocRequest // by start offset
+		queue   []*allocRequest         // FIFO of requests to build
+		closed  bool
+	}
+	wake chan struct{}
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newAllocateMappedFileService(dir string, cfg *Config, pool *TransientStorePool) *AllocateMappedFileService {
+	s := &AllocateMappedFileService{
+		dir:  dir,
+		size: cfg.FileSize,
+		cfg:  cfg,
+		pool: pool,
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+	s.mu.pending = make(map[int64]*allocRequest)
+	s.wg.Add(1)
+	go s.run()
+	return s
+}
+
+// get returns the file that starts at from, built by the background worker
+// if it was queued before, else built now, and queues the file after it.
+// A failed allocation (for example ENOSPC) is returned and forgotten, so the
+// next call tries again.
+func (s *AllocateMappedFileService) get(from int64) (*MappedFile, error) {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	req := s.mu.pending[from]
+	if req == nil {
+		req = &allocRequest{from: from, ready: make(chan struct{})}
+		s.mu.pending[from] = req
+		s.mu.queue = append(s.mu.queue, req)
+	}
+	s.enqueueLocked(from + s.size)
+	s.mu.Unlock()
+	s.signal()
+
+	<-req.ready
+	s.mu.Lock()
+	if s.mu.pending[from] == req {
+		delete(s.mu.pending, from)
+	}
+	s.mu.Unlock()
+	return req.file, req.err
+}
+
+// prepare queues the file at from without waiting for it.
+func (s *AllocateMappedFileService) prepare(from int64) {
+	s.mu.Lock()
+	if !s.mu.closed {
+		s.enqueueLocked(from)
+	}
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *AllocateMappedFileService) enqueueLocked(from int64) {
+	if r := s.mu.pending[from]; r != nil {
+		select {
+		case <-r.ready:
+			if r.err == nil {
+				return
+			}
+			// A failed background build: forget it so it is tried again.
+		default:
+			return
+		}
+	}
+	req := &allocRequest{from: from, ready: make(chan struct{})}
+	s.mu.pending[from] = req
+	s.mu.queue = append(s.mu.queue, req)
+}
+
+func (s *AllocateMappedFileService) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *AllocateMappedFileService) run() {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		var req *allocRequest
+		if len(s.mu.queue) > 0 {
+			req = s.mu.queue[0]
+			s.mu.queue = s.mu.queue[1:]
+		}
+		s.mu.Unlock()
+		if req == nil {
+			select {
+			case <-s.wake:
+				continue
+			case <-s.done:
+				return
+			}
+		}
+		s.build(req)
+	}
+}
+
+// build creates, maps and warms one file.
+func (s *AllocateMappedFileService) build(req *allocRequest) {
+	m, err := createMappedFile(s.dir, req.from, s.size, s.cfg.AllocateHook)
+	if err != nil {
+		req.err = err
+		close(req.ready)
+		return
+	}
+	if s.pool != nil {
+		m.pool = s.pool
+		m.writeBuf = s.pool.borrowBuffer()
+	}
+	if s.cfg.Warm == WarmPopulate && m.writeBuf == nil {
+		// Content-preserving, so publish first and warm while in use; hold
+		// the file so it cannot be unmapped under the warm-up.
+		m.Hold()
+		req.file = m
+		close(req.ready)
+		_ = guardFault(func() { warm(m, s.cfg, s.done) })
+		m.Release()
+		return
+	}
+	if s.cfg.Warm == WarmTouch && m.writeBuf == nil {
+		_ = guardFault(func() { warm(m, s.cfg, s.done) })
+	}
+	req.file = m
+	close(req.ready)
+}
+
+// warm pre-faults the file's pages in chunks of WarmFlushPages pages,
+// flushing each chunk in sync mode (so the zero pages do not all reach the
+// disk at once behind the first group commit), then optionally mlocks it.
+// It stops early when stop closes. Errors are ignored: warm-up is only an
+// optimisation, and appends fault pages in on their own.
+func warm(m *MappedFile, cfg *Config, stop <-chan struct{}) {
+	chunk := int64(cfg.WarmFlushPages) * pageSize
+	for off := int64(0); off < m.size; off += chunk {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		end := min(off+chunk, m.size)
+		switch cfg.Warm {
+		case WarmPopulate:
+			if err := unix.Madvise(m.data[off:end], unix.MADV_POPULATE_WRITE); err != nil {
+				return
+			}
+		case WarmTouch:
+			for p := off; p < end; p += pageSize {
+				m.data[p] = 0
+			}
+		}
+		if cfg.SyncFlush {
+			_ = unix.Msync(m.data[off:end], unix.MS_SYNC)
+		}
+	}
+	if cfg.Mlock {
+		if unix.Mlock(m.data) == nil {
+			m.locked.Store(true)
+		}
+	}
+}
+
+// close stops the worker and closes every file it built that nobody took.
+func (s *AllocateMappedFileService) close() {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.mu.closed = true
+	s.mu.Unlock()
+	close(s.done)
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for from, req := range s.mu.pending {
+		select {
+		case <-req.ready:
+			if req.file != nil {
+				req.file.retire()
+			}
+		default:
+			req.err = ErrClosed
+			close(req.ready)
+		}
+		delete(s.mu.pending, from)
+	}
+	s.mu.queue = nil
+}
+
+// prebuild builds and fully warms the file at from now, in the caller's
+// goroutine, and keeps it ready for get. Benchmarks use it to measure
+// appends into files the allocator has already prepared.
+func (s *AllocateMappedFileService) prebuild(from int64) error {
+	s.mu.Lock()
+	if _, ok := s.mu.pending[from]; ok {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	m, err := createMappedFile(s.dir, from, s.size, s.cfg.AllocateHook)
+	if err != nil {
+		return err
+	}
+	if s.pool != nil {
+		m.pool = s.pool
+		m.writeBuf = s.pool.borrowBuffer()
+	}
+	if m.writeBuf == nil && s.cfg.Warm != WarmNone {
+		_ = guardFault(func() { warm(m, s.cfg, s.done) })
+	}
+	req := &allocRequest{from: from, ready: make(chan struct{}), file: m}
+	close(req.ready)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.mu.pending[from]; ok {
+		m.unlink.Store(true)
+		m.retire()
+		return nil
+	}
+	s.mu.pending[from] = req
+	return nil
+}
