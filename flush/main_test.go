@@ -1,0 +1,13 @@
+package flush
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if any test leaves a goroutine behind: every
+// service must stop all of its goroutines in Close.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
