@@ -1,6 +1,6 @@
 module github.com/kbroker/kbroker
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/klauspost/compress v1.20.4

@@ -76,9 +76,6 @@ func openCheckpoint(path string) (c *checkpointFile, cp Checkpoint, found bool, 
 	return c, cp, found, nil
 }
 
-
-
-
 func decodeCheckpointSlot(b []byte) (uint64, Checkpoint, bool) {
 	if binary.BigEndian.Uint32(b[0:]) != checkpointMagic {
 		return 0, Checkpoint{}, false
