@@ -1,0 +1,72 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+)
+
+// The functions below let other stores (the partitions' consume queues)
+// use MappedFile for their own fixed-size files, as RocketMQ's ConsumeQueue
+// uses its MappedFile. Such files have no pool buffer and no framing: the
+// owner decides what the bytes mean.
+
+// CreateMappedFile creates dir/FileName(from), allocates all size bytes
+// (fallocate, never sparse), fsyncs dir so the name is durable, and maps it.
+// Its positions start at 0.
+func CreateMappedFile(dir string, from, size int64) (*MappedFile, error) {
+	m, err := createMappedFile(dir, from, size, nil)
+	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	return m, nil
+}
+
+// OpenMappedFile maps the existing file dir/FileName(from), extending it to
+// size if it is shorter. All its positions start at size; the owner sets
+// them with SetPosition once it knows where its data ends.
+func OpenMappedFile(dir string, from, size int64) (*MappedFile, error) {
+	m, err := openMappedFile(filepath.Join(dir, FileName(from)), from, size)
+	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	m.setPositions(size)
+	return m, nil
+}
+
+// ParseFileName returns the start offset a 20-digit file name encodes.
+func ParseFileName(name string) (int64, bool) { return parseFileName(name) }
+
+// AppendBytes copies b into the mapping at the wrote position and advances
+// it; ErrOutOfRange if b does not fit. Only one goroutine may append to a
+// file at a time. Faults on the mapping become ErrFault.
+func (m *MappedFile) AppendBytes(b []byte) (int64, error) {
+	w := m.wrote.Load()
+	if w+int64(len(b)) > m.size {
+		return w, fmt.Errorf("%w: %d bytes at %d in %s of %d", ErrOutOfRange, len(b), w, m.path, m.size)
+	}
+	if err := guardFault(func() { copy(m.data[w:], b) }); err != nil {
+		return w, err
+	}
+	m.advanceWrote(int64(len(b)))
+	return w, nil
+}
+
+// SetPosition sets the wrote, committed and flushed positions to n, after
+// the owner found where its valid data ends (load and recovery).
+func (m *MappedFile) SetPosition(n int64) { m.setPositions(n) }
+
+// Flush msyncs the written bytes when at least leastPages pages are dirty
+// (0: any byte) and returns the flushed position.
+func (m *MappedFile) Flush(leastPages int) (int64, error) { return m.flush(leastPages) }
+
+// ZeroFrom clears the file from off to its end, durably.
+func (m *MappedFile) ZeroFrom(off int64) error { return m.zeroFrom(off) }
+
+// Close drops the file's own reference; it is unmapped and closed when the
+// last holder releases it.
+func (m *MappedFile) Close() { m.retire() }
+
+// Destroy removes the file from disk once no reader holds it, waiting until
+// ctx ends; the caller must have stopped appending to it.
+func (m *MappedFile) Destroy(ctx context.Context) error { return m.destroy(ctx) }
