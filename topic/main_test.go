@@ -1,0 +1,88 @@
+package topic
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// strp returns a pointer to s, for config maps.
+func strp(s string) *string { return &s }
+
+// newTestRegistry opens a registry on a fresh directory with Kafka's
+// defaults, or the given ones.
+func newTestRegistry(t *testing.T, opts ...Option) (*Registry, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "metadata")
+	r, err := Open(dir, KafkaDefaults(), opts...)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	return r, dir
+}
+
+// mustCreate creates a topic or fails the test.
+func mustCreate(t *testing.T, r *Registry, name string, partitions int32, configs map[string]*string) Topic {
+	t.Helper()
+	tp, err := r.Create(name, partitions, configs, false)
+	if err != nil {
+		t.Fatalf("Create(%q, %d): %v", name, partitions, err)
+	}
+	return tp
+}
+
+// wantCode checks that err wraps the Kafka error want (nil for success).
+func wantCode(t *testing.T, what string, err error, want *kerr.Error) {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("%s: got error %v, want success", what, err)
+	case want != nil && !errors.Is(err, want):
+		t.Fatalf("%s: got error %v, want %s", what, err, want.Message)
+	}
+}
+
+// sameTopics compares two topic lists field by field.
+func sameTopics(t *testing.T, got, want []Topic) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d topics %v, want %d %v", len(got), names(got), len(want), names(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Name != w.Name || g.ID != w.ID || g.Partitions != w.Partitions || g.Internal != w.Internal ||
+			!g.Configs.Equal(w.Configs) || g.Configs.RetentionMs() != w.Configs.RetentionMs() {
+			t.Fatalf("topic %d: got %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+func names(ts []Topic) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// listDir returns the names of the files in dir.
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}

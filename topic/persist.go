@@ -1,0 +1,260 @@
+package topic
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// The topics file, <dir>/topics (dir is <data>/metadata):
+//
+//	{
+//	  "version": 1,
+//	  "crc32c": 2290851310,
+//	  "topics": [
+//	    {"name": "orders", "id": "k3hTeN5aQ1qL0Wc3s9oYxA", "partitions": 3,
+//	     "configs": {"retention.ms": "86400000"}},
+//	    {"name": "__consumer_offsets", "id": "...", "partitions": 50, "internal": true}
+//	  ]
+//	}
+//
+// crc32c is the CRC-32C (Castagnoli) of the "topics" array in compact JSON
+// (the bytes json.Compact gives), so an operator may reformat the file but a
+// flipped digit in an id or a config is caught. Topics are sorted by name;
+// configs hold only the values set on the topic, in canonical form.
+//
+// Writes are atomic: the new contents go to a temporary file in the same
+// directory (.topics-*.tmp), which is fsynced, renamed over topics, and the
+// directory fsynced. A crash leaves the old file or the new one, never a mix;
+// Open deletes temporary files, so a torn one is never read.
+const (
+	fileName      = "topics"
+	formatVersion = 1
+	tempPrefix    = ".topics-"
+	tempSuffix    = ".tmp"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// fileTopic is one topic in the file.
+type fileTopic struct {
+	Name       string            `json:"name"`
+	ID         ID                `json:"id"`
+	Partitions int32             `json:"partitions"`
+	Internal   bool              `json:"internal,omitempty"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+// fileEnvelope is the whole file. Pointers tell a missing field from a zero.
+type fileEnvelope struct {
+	Version  *int            `json:"version"`
+	Checksum *uint32         `json:"crc32c"`
+	Topics   json.RawMessage `json:"topics"`
+}
+
+// errCrash, returned by a test's crashHook, stops a write where it is,
+// leaving its files behind as a killed process would.
+var errCrash = errors.New("topic: simulated crash")
+
+// encode returns the file contents for s.
+func encode(s *snapshot) ([]byte, error) {
+	list := make([]fileTopic, 0, len(s.sorted))
+	for _, t := range s.sorted {
+		list = append(list, fileTopic{
+			Name: t.Name, ID: t.ID, Partitions: t.Partitions, Internal: t.Internal,
+			Configs: t.Configs.set,
+		})
+	}
+	body, err := json.Marshal(list)
+	if err != nil {
+		return nil, fmt.Errorf("topic: encode topics: %w", err)
+	}
+	v, sum := formatVersion, crc32.Checksum(body, castagnoli)
+	out, err := json.MarshalIndent(fileEnvelope{Version: &v, Checksum: &sum, Topics: body}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("topic: encode topics: %w", err)
+	}
+	return append(out, '\n'), nil
+}
+
+// decode parses file contents into a snapshot, checking everything a
+// damaged or hand-edited file could get wrong. Topics are resolved against d.
+func decode(path string, data []byte, d *Defaults) (*snapshot, error) {
+	corrupt := func(format string, args ...any) error {
+		return &CorruptionError{File: path, Reason: fmt.Sprintf(format, args...)}
+	}
+	var env fileEnvelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return nil, corrupt("not valid JSON: %v", err)
+	}
+	switch {
+	case env.Version == nil:
+		return nil, corrupt("no format version")
+	case *env.Version != formatVersion:
+		return nil, corrupt("format version %d, this kbroker reads version %d", *env.Version, formatVersion)
+	case env.Checksum == nil:
+		return nil, corrupt("no checksum")
+	case env.Topics == nil:
+		return nil, corrupt("no topics array")
+	}
+	var body bytes.Buffer
+	if err := json.Compact(&body, env.Topics); err != nil {
+		return nil, corrupt("topics array: %v", err)
+	}
+	if sum := crc32.Checksum(body.Bytes(), castagnoli); sum != *env.Checksum {
+		return nil, corrupt("checksum mismatch: file says %d, topics array has %d", *env.Checksum, sum)
+	}
+	var list []fileTopic
+	if err := json.Unmarshal(body.Bytes(), &list); err != nil {
+		return nil, corrupt("topics array: %v", err)
+	}
+	s := emptySnapshot()
+	for i, ft := range list {
+		if err := ValidateName(ft.Name); err != nil {
+			return nil, corrupt("topic %d: %v", i, err)
+		}
+		switch {
+		case ft.ID.IsZero():
+			return nil, corrupt("topic %s: zero id", ft.Name)
+		case ft.Partitions < 1:
+			return nil, corrupt("topic %s: %d partitions", ft.Name, ft.Partitions)
+		case ft.Internal != IsInternal(ft.Name):
+			return nil, corrupt("topic %s: internal is %t", ft.Name, ft.Internal)
+		case s.byName[ft.Name] != nil:
+			return nil, corrupt("topic %s listed twice", ft.Name)
+		case s.byID[ft.ID] != nil:
+			return nil, corrupt("topics %s and %s have the same id %s", s.byID[ft.ID].Name, ft.Name, ft.ID)
+		}
+		if other, ok := s.byKey[collisionKey(ft.Name)]; ok {
+			return nil, corrupt("topics %s and %s collide", other, ft.Name)
+		}
+		set, err := validateSet(ft.Configs)
+		if err != nil {
+			return nil, corrupt("topic %s: %v", ft.Name, err)
+		}
+		s.add(&Topic{Name: ft.Name, ID: ft.ID, Partitions: ft.Partitions, Internal: ft.Internal, Configs: resolve(set, d)})
+	}
+	// The writer sorts; a hand-edited file need not be.
+	slices.SortFunc(s.sorted, func(a, b *Topic) int { return strings.Compare(a.Name, b.Name) })
+	return s, nil
+}
+
+// load reads <dir>/topics, creating dir when it does not exist and removing
+// temporary files left by a crash. A missing file is an empty registry.
+func load(dir string, d *Defaults) (*snapshot, error) {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("topic: create %s: %w", dir, err)
+		}
+		// Make the new directory's own entry durable before files go in it.
+		if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+			return nil, err
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("topic: read %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if n := e.Name(); strings.HasPrefix(n, tempPrefix) && strings.HasSuffix(n, tempSuffix) {
+			// A write that never reached its rename: the real file is intact.
+			if err := os.Remove(filepath.Join(dir, n)); err != nil {
+				return nil, fmt.Errorf("topic: remove leftover %s: %w", filepath.Join(dir, n), err)
+			}
+		}
+	}
+	path := filepath.Join(dir, fileName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return emptySnapshot(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("topic: read %s: %w", path, err)
+	}
+	return decode(path, data, d)
+}
+
+// persistLocked writes s to <dir>/topics atomically and durably.
+func (r *Registry) persistLocked(s *snapshot) (err error) {
+	data, err := encode(s)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(r.dir, tempPrefix+"*"+tempSuffix)
+	if err != nil {
+		return fmt.Errorf("topic: create temporary file in %s: %w", r.dir, err)
+	}
+	tmp := f.Name()
+	crashed := false
+	defer func() {
+		if err != nil {
+			_ = f.Close() // may already be closed; the first error is what matters
+			if !crashed {
+				_ = os.Remove(tmp) // a real crash leaves it for Open to remove
+			}
+		}
+	}()
+	step := func(name string) error {
+		if r.crashHook == nil {
+			return nil
+		}
+		if err := r.crashHook(name, tmp); err != nil {
+			crashed = errors.Is(err, errCrash)
+			return err
+		}
+		return nil
+	}
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("topic: write %s: %w", tmp, err)
+	}
+	if err = step("written"); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("topic: chmod %s: %w", tmp, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("topic: fsync %s: %w", tmp, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("topic: close %s: %w", tmp, err)
+	}
+	if err = step("synced"); err != nil {
+		return err
+	}
+	path := filepath.Join(r.dir, fileName)
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("topic: rename %s to %s: %w", tmp, path, err)
+	}
+	if err = step("renamed"); err != nil {
+		return err
+	}
+	// The rename is durable only once the directory entry is.
+	if err = syncDir(r.dir); err != nil {
+		return err
+	}
+	return step("dir-synced")
+}
+
+// syncDir fsyncs a directory, making renames and new entries in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("topic: open %s: %w", dir, err)
+	}
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("topic: fsync %s: %w", dir, err)
+	}
+	if err := d.Close(); err != nil {
+		return fmt.Errorf("topic: close %s: %w", dir, err)
+	}
+	return nil
+}
