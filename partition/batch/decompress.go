@@ -1,0 +1,212 @@
+package batch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// DefaultMaxDecompressedBytes is the floor of the decompression bound: a
+// compressed batch may expand to at most
+// max(DefaultMaxDecompressedBytes, 16 × max.message.bytes) bytes unless
+// ValidateOptions.MaxDecompressedBytes says otherwise. Kafka has no such bound
+// (it streams records through the codec); kbroker decodes into one buffer, so
+// a decompression bomb must stop here and not in the broker's memory.
+const DefaultMaxDecompressedBytes = 64 << 20
+
+// maxDecompressedCap caps the default bound for huge max.message.bytes.
+const maxDecompressedCap = 1 << 30
+
+// maxPooledBuffer is the largest decompression buffer kept for reuse; larger
+// ones are dropped after use (STYLE.md §6, nats nbPool).
+const maxPooledBuffer = 8 << 20
+
+// errTooLarge reports output past the bound; callers turn it into
+// MESSAGE_TOO_LARGE.
+var errTooLarge = errors.New("batch: decompressed data exceeds the bound")
+
+// xerialMagic starts a snappy stream framed by the xerial snappy-java
+// SnappyOutputStream, which Kafka's Java producer writes (Kafka's
+// SnappyCompression): 8 magic bytes, int32 version, int32 minimum compatible
+// version, then blocks of [int32 length][raw snappy block].
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+const xerialHeaderSize = 16
+
+// decompressor holds a reusable output buffer and codec state. It is not
+// safe for concurrent use; pooled ones come from decompressors.
+type decompressor struct {
+	buf   []byte
+	src   bytes.Reader
+	lim   io.LimitedReader
+	gz    gzip.Reader
+	lz    *lz4.Reader
+	zs    *zstd.Decoder
+	zsMax uint64 // WithDecoderMaxMemory last applied to zs
+}
+
+var decompressors = sync.Pool{New: func() any { return new(decompressor) }}
+
+func getDecompressor() *decompressor { return decompressors.Get().(*decompressor) }
+
+func putDecompressor(d *decompressor) {
+	if cap(d.buf) > maxPooledBuffer {
+		d.buf = nil
+	}
+	d.src.Reset(nil)
+	d.lim.R = nil
+	decompressors.Put(d)
+}
+
+// decompress decodes src with codec into d's buffer, refusing output longer
+// than limit with errTooLarge. The result aliases d.buf until the next call.
+func (d *decompressor) decompress(codec Codec, src []byte, limit int) ([]byte, error) {
+	var err error
+	switch codec {
+	case CodecGzip:
+		// Java's GZIPInputStream also reads concatenated members, as
+		// does this reader (multistream is its default).
+		d.src.Reset(src)
+		if err = d.gz.Reset(&d.src); err != nil {
+			return nil, err
+		}
+		d.buf, err = d.readAll(&d.gz, limit)
+	case CodecLZ4:
+		// Kafka's Lz4BlockInputStream reads the LZ4 frame format.
+		d.src.Reset(src)
+		if d.lz == nil {
+			d.lz = lz4.NewReader(nil)
+		}
+		d.lz.Reset(&d.src)
+		d.buf, err = d.readAll(d.lz, limit)
+	case CodecZstd:
+		d.buf, err = d.zstd(src, limit)
+	case CodecSnappy:
+		d.buf, err = d.snappy(src, limit)
+	default:
+		return nil, fmt.Errorf("batch: cannot decompress %v", codec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.buf, nil
+}
+
+// readAll reads r into d.buf, growing it up to limit+1 bytes so that one
+// byte past the bound is seen and refused without reading further.
+func (d *decompressor) readAll(r io.Reader, limit int) ([]byte, error) {
+	d.lim.R, d.lim.N = r, int64(limit)+1
+	dst := d.buf[:0]
+	for {
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, min(max(cap(dst), 32<<10), limit+1-len(dst)))
+		}
+		n, err := d.lim.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if len(dst) > limit {
+			return dst, errTooLarge
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
+
+// zstd decodes every frame of src at once. WithDecoderMaxMemory makes the
+// decoder refuse a frame that declares, or grows to, more than limit bytes
+// before it allocates them.
+func (d *decompressor) zstd(src []byte, limit int) ([]byte, error) {
+	if d.zs == nil {
+		zs, err := zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(1), // synchronous: no goroutines to leak from the pool
+			zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxMemory(uint64(limit)))
+		if err != nil {
+			return nil, err
+		}
+		d.zs, d.zsMax = zs, uint64(limit)
+	}
+	if d.zsMax != uint64(limit) {
+		if err := d.zs.ResetWithOptions(nil, zstd.WithDecoderMaxMemory(uint64(limit))); err != nil {
+			return nil, err
+		}
+		d.zsMax = uint64(limit)
+	}
+	out, err := d.zs.DecodeAll(src, d.buf[:0])
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return out, errTooLarge
+	}
+	if err == nil && len(out) > limit {
+		return out, errTooLarge
+	}
+	return out, err
+}
+
+// snappy decodes Kafka's two snappy layouts, as snappy-java's
+// SnappyInputStream.readHeader does: the xerial framing when src starts with
+// its full 16-byte header, else one raw snappy block. Blocks are decoded with
+// the strict decoder: Java's snappy refuses the s2 extensions that the
+// lenient decoder would accept, and a batch a Java consumer cannot read must
+// not pass full validation.
+func (d *decompressor) snappy(src []byte, limit int) ([]byte, error) {
+	dst := d.buf[:0]
+	if len(src) < xerialHeaderSize || !bytes.Equal(src[:len(xerialMagic)], xerialMagic) {
+		return appendSnappyBlock(dst, src, limit)
+	}
+	// snappy-java's SnappyInputStream.readHeader refuses a stream whose
+	// version is below its MINIMUM_COMPATIBLE_VERSION, 1.
+	if v := int32(binary.BigEndian.Uint32(src[len(xerialMagic):])); v < 1 {
+		return dst, fmt.Errorf("batch: xerial snappy version %d", v)
+	}
+	rest := src[xerialHeaderSize:]
+	for len(rest) > 0 {
+		if len(rest) < 4 {
+			return dst, errors.New("batch: xerial snappy: truncated block length")
+		}
+		n := int32(binary.BigEndian.Uint32(rest))
+		rest = rest[4:]
+		if n <= 0 || int(n) > len(rest) {
+			return dst, fmt.Errorf("batch: xerial snappy: block length %d with %d bytes left", n, len(rest))
+		}
+		var err error
+		if dst, err = appendSnappyBlock(dst, rest[:n], limit); err != nil {
+			return dst, err
+		}
+		rest = rest[n:]
+	}
+	return dst, nil
+}
+
+// appendSnappyBlock decodes one raw snappy block after dst. The block's
+// decoded length comes first in its header, so the bound is checked before
+// any allocation.
+func appendSnappyBlock(dst, block []byte, limit int) ([]byte, error) {
+	n, err := snappy.DecodedLen(block)
+	if err != nil {
+		return dst, err
+	}
+	if n > limit-len(dst) {
+		return dst, errTooLarge
+	}
+	dst = slices.Grow(dst, n)
+	out, err := snappy.DecodeStrict(dst[len(dst):len(dst)+n], block)
+	if err != nil {
+		return dst, err
+	}
+	if len(out) != n {
+		return dst, errors.New("batch: snappy block decoded to an unexpected length")
+	}
+	return dst[:len(dst)+n], nil
+}
