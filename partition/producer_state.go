@@ -1,0 +1,620 @@
+package partition
+
+// Idempotent-producer state of one partition: what Kafka keeps in
+// ProducerStateManager, ProducerStateEntry and BatchMetadata
+// (storage/src/main/java/org/apache/kafka/storage/internals/log/), and the
+// validation of ProducerAppendInfo, reduced to plain values so this file does
+// not depend on the record-batch codec.
+//
+// The partition calls it under its own lock: Check before assigning offsets,
+// Update after the append. Transactions come later; this file only records
+// the first offset of an open transaction so that expiry and snapshots already
+// carry it (STORAGE-REFERENCE.md §2.7, §2.8).
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"iter"
+	"math"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// NumBatchesToRetain is how many recent batches are remembered per producer
+// for duplicate detection. It is Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN,
+// and it matches the client's limit of 5 in-flight requests per connection
+// with idempotence enabled: any retry the client can send is among them.
+const NumBatchesToRetain = 5
+
+// DefaultProducerIDExpirationMs is Kafka's default producer.id.expiration.ms
+// (one day, TransactionLogConfig.PRODUCER_ID_EXPIRATION_MS_DEFAULT): how long
+// a producer may stay idle before its state is dropped by Expire.
+const DefaultProducerIDExpirationMs int64 = 86_400_000
+
+// Sentinels of Kafka's RecordBatch (NO_PRODUCER_EPOCH, NO_SEQUENCE) used in
+// producer views and for a producer without state.
+const (
+	noProducerEpoch int16 = -1
+	noSequence      int32 = -1
+)
+
+// ErrCorruptProducerSnapshot is returned (wrapped with the reason) by
+// LoadProducerSnapshot for bytes that are not a valid snapshot. Kafka's
+// counterpart is CorruptSnapshotException; like Kafka, the caller should
+// drop that snapshot and rebuild from an older one or from the log.
+var ErrCorruptProducerSnapshot = errors.New("partition: corrupt producer snapshot")
+
+// ProducerBatch is what the partition knows of an incoming batch's producer
+// fields. It is a plain copy of the record-batch header fields so that
+// producer state does not import the codec.
+type ProducerBatch struct {
+	// ProducerID is the batch's producer id; negative (Kafka's NO_PRODUCER_ID,
+	// -1) means the producer is not idempotent and nothing is tracked
+	// (DefaultRecordBatch.hasProducerId).
+	ProducerID int64
+	// ProducerEpoch fences older incarnations of the same producer id.
+	ProducerEpoch int16
+	// BaseSequence is the sequence number of the batch's first record.
+	BaseSequence int32
+	// LastOffsetDelta is the offset delta of the last record: the batch
+	// holds sequences BaseSequence..BaseSequence+LastOffsetDelta, wrapping
+	// past math.MaxInt32 to 0 (DefaultRecordBatch.incrementSequence).
+	LastOffsetDelta int32
+	// MaxTimestamp is the batch's max timestamp, kept as the producer's
+	// LastTimestamp for DescribeProducers (ProducerStateEntry.lastTimestamp).
+	MaxTimestamp int64
+	// Transactional marks a batch of a transaction. It is only recorded:
+	// the first transactional batch opens a transaction (which keeps the
+	// producer from expiring); markers and their checks come later.
+	Transactional bool
+}
+
+// BatchMetadata is what is remembered of one appended batch, Kafka's
+// BatchMetadata. Kafka stores (lastSeq, lastOffset, offsetDelta, timestamp)
+// and derives the first values; both ends are kept here so duplicate
+// detection compares fields without arithmetic.
+type BatchMetadata struct {
+	FirstSeq     int32
+	LastSeq      int32
+	FirstOffset  int64
+	LastOffset   int64
+	MaxTimestamp int64
+}
+
+// producerEntry is the state of one producer id, Kafka's ProducerStateEntry.
+// The batches live in a fixed array, oldest first; when it is full the
+// oldest is shifted out (a ring whose head is kept at index 0). Shifting four
+// 32-byte values costs about as much as the index arithmetic of a ring and
+// keeps the layout canonical, so Clone, snapshots and reflect.DeepEqual need
+// no normalisation. Slots at index >= n are always zero for the same reason.
+type producerEntry struct {
+	epoch int16
+	// coordinatorEpoch is the epoch of the last transaction coordinator that
+	// wrote a marker; -1 until then (ProducerStateEntry.empty).
+	coordinatorEpoch int32
+	// txnFirstOffset is the first offset of the open transaction, -1 if none
+	// (ProducerStateEntry.currentTxnFirstOffset).
+	txnFirstOffset int64
+	// lastTimestamp is the max timestamp of the last batch (Kafka's
+	// lastTimestamp), reported by DescribeProducers.
+	lastTimestamp int64
+	// lastAppendMs is the broker's clock at the last append; expiry uses it.
+	lastAppendMs int64
+	n            uint8
+	batches      [NumBatchesToRetain]BatchMetadata
+}
+
+// lastSeq returns the last sequence appended in the current epoch, or -1 if
+// no batch is remembered (ProducerStateEntry.lastSeq).
+func (e *producerEntry) lastSeq() int32 {
+	if e.n == 0 {
+		return noSequence
+	}
+	return e.batches[e.n-1].LastSeq
+}
+
+// ProducerStates holds the state of every idempotent producer that wrote to
+// one partition (Kafka's ProducerStateManager without the snapshot files and
+// transaction bookkeeping). It is not safe for concurrent use: the partition's
+// mutex guards it. The zero value is not usable; call NewProducerStates.
+type ProducerStates struct {
+	producers map[int64]*producerEntry
+}
+
+// NewProducerStates returns an empty state table.
+func NewProducerStates() *ProducerStates {
+	return &ProducerStates{producers: make(map[int64]*producerEntry)}
+}
+
+// Len returns the number of producers with state (Kafka's producerIdCount).
+func (s *ProducerStates) Len() int { return len(s.producers) }
+
+// Check decides what to do with a batch before it is appended, following
+// UnifiedLog.analyzeAndValidateProducerState and ProducerAppendInfo (client
+// origin) in this order:
+//
+//   - ProducerID < 0: not idempotent; ok, nothing to check.
+//   - BaseSequence < 0 or LastOffsetDelta < 0: kerr.InvalidRecord (the codec
+//     already refuses these, as Kafka's LogValidator does; checked again so the
+//     sequence arithmetic below never sees them).
+//   - same epoch and the same (first, last) sequence as one of the last 5
+//     batches: a duplicate (ProducerStateEntry.findDuplicateBatch); dup is true
+//     and firstOffset/lastOffset are the original batch's, so the broker
+//     answers with them and writes nothing.
+//   - epoch below the current one: kerr.InvalidProducerEpoch
+//     (ProducerAppendInfo.checkProducerEpoch; since Kafka 2.7 this replaces
+//     PRODUCER_FENCED so the client can abort and retry).
+//   - epoch differs from the current one (a newer epoch, or a producer
+//     without state): the sequence must restart at 0, else
+//     kerr.OutOfOrderSequenceNumber, except that a producer without state
+//     may start at any sequence. See checkSequence below for why.
+//   - same epoch: BaseSequence must be the last sequence + 1, with
+//     math.MaxInt32 followed by 0 (ProducerAppendInfo.inSequence), else
+//     kerr.OutOfOrderSequenceNumber. A batch older than the last 5 is not
+//     found as a duplicate and so also fails here, as in Kafka.
+//
+// Errors wrap the kerr sentinel, so errors.Is(err, kerr.OutOfOrderSequenceNumber)
+// works and the broker's error mapping finds the code. When dup is false,
+// firstOffset and lastOffset are -1. Check changes nothing; call Update
+// after the append. It does not allocate unless it returns an error.
+func (s *ProducerStates) Check(b ProducerBatch) (dup bool, firstOffset, lastOffset int64, err error) {
+	if b.ProducerID < 0 {
+		return false, -1, -1, nil
+	}
+	if b.BaseSequence < 0 || b.LastOffsetDelta < 0 {
+		return false, -1, -1, fmt.Errorf("partition: producer %d: invalid sequence range: base sequence %d, last offset delta %d: %w",
+			b.ProducerID, b.BaseSequence, b.LastOffsetDelta, kerr.InvalidRecord)
+	}
+	e := s.producers[b.ProducerID]
+	currentEpoch, currentLastSeq := noProducerEpoch, noSequence
+	if e != nil {
+		currentEpoch, currentLastSeq = e.epoch, e.lastSeq()
+		// Duplicates first, as UnifiedLog.analyzeAndValidateProducerState
+		// does before any validation: a retry of an acknowledged-but-lost
+		// batch must get its original offsets, not an error.
+		if e.epoch == b.ProducerEpoch {
+			lastSeq := incrementSequence(b.BaseSequence, b.LastOffsetDelta)
+			for i := range int(e.n) {
+				m := &e.batches[i]
+				if m.FirstSeq == b.BaseSequence && m.LastSeq == lastSeq {
+					return true, m.FirstOffset, m.LastOffset, nil
+				}
+			}
+		}
+	}
+	if b.ProducerEpoch < currentEpoch {
+		return false, -1, -1, fmt.Errorf("partition: producer %d: epoch %d is older than the current epoch %d: %w",
+			b.ProducerID, b.ProducerEpoch, currentEpoch, kerr.InvalidProducerEpoch)
+	}
+	if err := checkSequence(b, currentEpoch, currentLastSeq); err != nil {
+		return false, -1, -1, err
+	}
+	return false, -1, -1, nil
+}
+
+// checkSequence is ProducerAppendInfo.checkSequence for a client append.
+//
+// A producer without state here has epoch NO_PRODUCER_EPOCH (-1) and no last
+// sequence. Up to Kafka 2.4 a first batch with sequence != 0 from such a
+// producer got UNKNOWN_PRODUCER_ID (kafka.log.ProducerAppendInfo.checkSequence
+// threw UnknownProducerIdException in the "new epoch" branch when the current
+// epoch was NO_PRODUCER_EPOCH). KIP-360 (Kafka 2.5, with KAFKA-7190 keeping
+// producer state after its records are deleted) removed that: the current
+// ProducerAppendInfo.checkSequence throws OutOfOrderSequenceException in that
+// branch only when `updatedEntry.producerEpoch() != RecordBatch.NO_PRODUCER_EPOCH`,
+// and in the same-epoch branch accepts any sequence when
+// `currentEntry.producerEpoch() == RecordBatch.NO_PRODUCER_EPOCH` ("possibly
+// because all producer records have been deleted due to retention or the
+// DeleteRecords API"). So a 3.x/4.x leader accepts any first sequence from a
+// producer it has no state for, and so does this. The one exception in Kafka,
+// a transactions-v2 producer whose partition is being verified
+// (verificationStateEntry.supportsEpochBump()), must start at 0; that belongs
+// to transactions and is not done here.
+func checkSequence(b ProducerBatch, currentEpoch int16, currentLastSeq int32) error {
+	if b.ProducerEpoch != currentEpoch {
+		if b.BaseSequence != 0 && currentEpoch != noProducerEpoch {
+			return fmt.Errorf("partition: producer %d: new epoch %d (current %d) must start at sequence 0, got %d: %w",
+				b.ProducerID, b.ProducerEpoch, currentEpoch, b.BaseSequence, kerr.OutOfOrderSequenceNumber)
+		}
+		return nil
+	}
+	if currentEpoch == noProducerEpoch {
+		return nil
+	}
+	// With the epoch known and no batch remembered (only possible once
+	// markers bump epochs) currentLastSeq is -1 and the batch must start at 0.
+	if !inSequence(currentLastSeq, b.BaseSequence) {
+		return fmt.Errorf("partition: producer %d epoch %d: out of order sequence %d, last sequence %d: %w",
+			b.ProducerID, b.ProducerEpoch, b.BaseSequence, currentLastSeq, kerr.OutOfOrderSequenceNumber)
+	}
+	return nil
+}
+
+// inSequence reports whether next follows last (ProducerAppendInfo.inSequence).
+func inSequence(last, next int32) bool {
+	return int64(next) == int64(last)+1 || (next == 0 && last == math.MaxInt32)
+}
+
+// incrementSequence adds inc to a sequence, wrapping past math.MaxInt32 to 0
+// (DefaultRecordBatch.incrementSequence). Both arguments are non-negative.
+func incrementSequence(seq, inc int32) int32 {
+	return int32((int64(seq) + int64(inc)) % (math.MaxInt32 + 1))
+}
+
+// decrementSequence is the inverse of incrementSequence
+// (DefaultRecordBatch.decrementSequence).
+func decrementSequence(seq, dec int32) int32 {
+	const m = math.MaxInt32 + 1
+	return int32(((int64(seq)-int64(dec))%m + m) % m)
+}
+
+// Update records a batch appended at baseOffset, after Check said ok and not
+// a duplicate; nowMs is the broker's clock at the append, used by Expire.
+// Recovery calls it for each batch header it replays, without Check, as
+// Kafka rebuilds state with AppendOrigin.REPLICATION semantics.
+//
+// As ProducerStateEntry.addBatch: a different epoch replaces the epoch and
+// forgets the old epoch's batches (maybeUpdateProducerEpoch); the oldest of 5
+// batches makes room for the new one. The first transactional batch of a
+// producer without an open transaction opens one at baseOffset
+// (ProducerAppendInfo.appendDataBatch). Batches Check rejects as invalid
+// records (negative producer id, sequence or delta) are ignored. Update does
+// not allocate for a producer that already has state.
+func (s *ProducerStates) Update(b ProducerBatch, baseOffset int64, nowMs int64) {
+	if b.ProducerID < 0 || b.BaseSequence < 0 || b.LastOffsetDelta < 0 {
+		return
+	}
+	e := s.producers[b.ProducerID]
+	switch {
+	case e == nil:
+		e = &producerEntry{epoch: b.ProducerEpoch, coordinatorEpoch: -1, txnFirstOffset: -1}
+		s.producers[b.ProducerID] = e
+	case e.epoch != b.ProducerEpoch:
+		e.epoch = b.ProducerEpoch
+		e.n = 0
+		e.batches = [NumBatchesToRetain]BatchMetadata{}
+	}
+	if e.n == NumBatchesToRetain {
+		copy(e.batches[:], e.batches[1:])
+		e.n--
+	}
+	e.batches[e.n] = BatchMetadata{
+		FirstSeq:     b.BaseSequence,
+		LastSeq:      incrementSequence(b.BaseSequence, b.LastOffsetDelta),
+		FirstOffset:  baseOffset,
+		LastOffset:   baseOffset + int64(b.LastOffsetDelta),
+		MaxTimestamp: b.MaxTimestamp,
+	}
+	e.n++
+	e.lastTimestamp = b.MaxTimestamp
+	e.lastAppendMs = nowMs
+	if b.Transactional && e.txnFirstOffset < 0 {
+		e.txnFirstOffset = baseOffset
+	}
+}
+
+// Expire removes producers that appended nothing for expirationMs
+// (producer.id.expiration.ms, DefaultProducerIDExpirationMs) and have no open
+// transaction, and returns how many it removed. The rule is Kafka's
+// ProducerStateManager.isProducerExpired (expired when now - last >=
+// expiration) with one difference: Kafka measures from the last batch's max
+// timestamp, which is the producer's clock under CreateTime; this measures
+// from the broker's append time passed to Update, so a skewed client clock
+// can neither keep state forever nor lose it early.
+func (s *ProducerStates) Expire(nowMs, expirationMs int64) int {
+	removed := 0
+	for id, e := range s.producers {
+		if e.txnFirstOffset < 0 && nowMs-e.lastAppendMs >= expirationMs {
+			delete(s.producers, id)
+			removed++
+		}
+	}
+	return removed
+}
+
+// TruncateAfter forgets every batch whose LastOffset >= offset, an open
+// transaction that started at or after offset, and producers whose remaining
+// batches were all removed by this call. Recovery uses it when it cut the
+// partition's tail, so that a producer retrying a lost batch is in sequence
+// again. Kafka instead reloads the newest snapshot below the cut and replays
+// (ProducerStateManager.truncateAndReload); trimming in place gives the same
+// batches for everything within the last 5, but cannot bring back an older
+// epoch's batches, so a producer whose whole current epoch was cut becomes
+// unknown, and is then accepted at any sequence. A producer that had no batch
+// before the call (state from a snapshot of a marker-only entry) is kept.
+func (s *ProducerStates) TruncateAfter(offset int64) {
+	for id, e := range s.producers {
+		had := e.n
+		for e.n > 0 && e.batches[e.n-1].LastOffset >= offset {
+			e.n--
+			e.batches[e.n] = BatchMetadata{}
+		}
+		if e.txnFirstOffset >= offset {
+			e.txnFirstOffset = -1
+		}
+		switch {
+		case had > 0 && e.n == 0:
+			delete(s.producers, id)
+		case e.n < had:
+			e.lastTimestamp = e.batches[e.n-1].MaxTimestamp
+		}
+	}
+}
+
+// Clone returns a deep copy, for tests and model checks.
+func (s *ProducerStates) Clone() *ProducerStates {
+	c := &ProducerStates{producers: make(map[int64]*producerEntry, len(s.producers))}
+	for id, e := range s.producers {
+		cp := *e
+		c.producers[id] = &cp
+	}
+	return c
+}
+
+// ProducerView is a read-only copy of one producer's state, with the fields
+// DescribeProducers reports (DescribeProducersResponse.ProducerState) and the
+// remembered batches, oldest first, so a caller that found a duplicate can
+// also read its timestamp (UnifiedLog answers a duplicate with its
+// timestamp as LogAppendTime).
+type ProducerView struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	// LastSequence is the last sequence of the newest batch, -1 if none.
+	LastSequence int32
+	// LastOffset is the last offset of the newest batch, -1 if none.
+	LastOffset int64
+	// LastTimestamp is the max timestamp of the newest batch.
+	LastTimestamp int64
+	// LastAppendMs is the broker time of the newest append (expiry clock).
+	LastAppendMs int64
+	// CoordinatorEpoch is -1 until transaction markers exist.
+	CoordinatorEpoch int32
+	// CurrentTxnStartOffset is the first offset of the open transaction, -1 if none.
+	CurrentTxnStartOffset int64
+	// NumBatches is how many entries of Batches are valid.
+	NumBatches int
+	// Batches are the last NumBatches appended batches, oldest first.
+	Batches [NumBatchesToRetain]BatchMetadata
+}
+
+func (e *producerEntry) view(id int64) ProducerView {
+	v := ProducerView{
+		ProducerID:            id,
+		ProducerEpoch:         e.epoch,
+		LastSequence:          e.lastSeq(),
+		LastOffset:            -1,
+		LastTimestamp:         e.lastTimestamp,
+		LastAppendMs:          e.lastAppendMs,
+		CoordinatorEpoch:      e.coordinatorEpoch,
+		CurrentTxnStartOffset: e.txnFirstOffset,
+		NumBatches:            int(e.n),
+		Batches:               e.batches,
+	}
+	if e.n > 0 {
+		v.LastOffset = e.batches[e.n-1].LastOffset
+	}
+	return v
+}
+
+// Get returns the state of one producer, and false if it has none.
+func (s *ProducerStates) Get(producerID int64) (ProducerView, bool) {
+	e := s.producers[producerID]
+	if e == nil {
+		return ProducerView{}, false
+	}
+	return e.view(producerID), true
+}
+
+// All yields every producer's state in increasing producer id order, for
+// DescribeProducers (Kafka's ProducerStateManager.activeProducers). The
+// table must not be modified during the iteration.
+func (s *ProducerStates) All() iter.Seq[ProducerView] {
+	return func(yield func(ProducerView) bool) {
+		for _, id := range s.sortedIDs() {
+			if !yield(s.producers[id].view(id)) {
+				return
+			}
+		}
+	}
+}
+
+func (s *ProducerStates) sortedIDs() []int64 {
+	ids := make([]int64, 0, len(s.producers))
+	for id := range s.producers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Snapshot format, version 1, big-endian like Kafka's (see
+// ProducerStateManager.writeSnapshot, which stores only the newest batch of
+// each producer; all remembered batches are kept here so that duplicates
+// are still recognised after a restart):
+//
+//	header   version   int16   = 1
+//	         length    uint32  number of bytes after the crc
+//	         crc       uint32  CRC-32C (Castagnoli) of those bytes
+//	body     count     uint32  number of producers
+//	         count × producer, in increasing producer id order:
+//	           producerId        int64
+//	           epoch             int16
+//	           coordinatorEpoch  int32
+//	           txnFirstOffset    int64   -1: no open transaction
+//	           lastTimestamp     int64
+//	           lastAppendMs      int64
+//	           numBatches        uint8   0..5
+//	           numBatches × batch, oldest first (Kafka's BatchMetadata):
+//	             lastSeq         int32
+//	             lastOffset      int64
+//	             offsetDelta     int32   first offset = lastOffset - offsetDelta,
+//	                                     first seq = lastSeq - offsetDelta (wrapping)
+//	             maxTimestamp    int64
+const (
+	producerSnapshotVersion    = 1
+	producerSnapshotHeaderSize = 2 + 4 + 4
+	producerSnapshotEntrySize  = 8 + 2 + 4 + 8 + 8 + 8 + 1
+	producerSnapshotBatchSize  = 4 + 8 + 4 + 8
+)
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// AppendSnapshot appends an encoding of every producer's state to dst and
+// returns the extended slice (format above). The same state always encodes
+// to the same bytes. The caller writes it to a file named after the
+// partition's next offset, as Kafka's <offset>.snapshot, so recovery replays
+// only later batches.
+func (s *ProducerStates) AppendSnapshot(dst []byte) []byte {
+	start := len(dst)
+	dst = binary.BigEndian.AppendUint16(dst, producerSnapshotVersion)
+	dst = binary.BigEndian.AppendUint32(dst, 0) // length, filled below
+	dst = binary.BigEndian.AppendUint32(dst, 0) // crc, filled below
+	body := len(dst)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(s.producers)))
+	for _, id := range s.sortedIDs() {
+		e := s.producers[id]
+		dst = binary.BigEndian.AppendUint64(dst, uint64(id))
+		dst = binary.BigEndian.AppendUint16(dst, uint16(e.epoch))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(e.coordinatorEpoch))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(e.txnFirstOffset))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(e.lastTimestamp))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(e.lastAppendMs))
+		dst = append(dst, e.n)
+		for i := range int(e.n) {
+			m := &e.batches[i]
+			dst = binary.BigEndian.AppendUint32(dst, uint32(m.LastSeq))
+			dst = binary.BigEndian.AppendUint64(dst, uint64(m.LastOffset))
+			dst = binary.BigEndian.AppendUint32(dst, uint32(m.LastOffset-m.FirstOffset))
+			dst = binary.BigEndian.AppendUint64(dst, uint64(m.MaxTimestamp))
+		}
+	}
+	binary.BigEndian.PutUint32(dst[start+2:], uint32(len(dst)-body))
+	binary.BigEndian.PutUint32(dst[start+6:], crc32.Checksum(dst[body:], crc32c))
+	return dst
+}
+
+// snapshotReader decodes big-endian fields; callers check remaining() first.
+type snapshotReader struct {
+	b   []byte
+	off int
+}
+
+func (r *snapshotReader) remaining() int { return len(r.b) - r.off }
+
+func (r *snapshotReader) u8() uint8 {
+	v := r.b[r.off]
+	r.off++
+	return v
+}
+
+func (r *snapshotReader) u16() uint16 {
+	v := binary.BigEndian.Uint16(r.b[r.off:])
+	r.off += 2
+	return v
+}
+
+func (r *snapshotReader) u32() uint32 {
+	v := binary.BigEndian.Uint32(r.b[r.off:])
+	r.off += 4
+	return v
+}
+
+func (r *snapshotReader) u64() uint64 {
+	v := binary.BigEndian.Uint64(r.b[r.off:])
+	r.off += 8
+	return v
+}
+
+func corruptSnapshot(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorruptProducerSnapshot}, args...)...)
+}
+
+// LoadProducerSnapshot decodes a snapshot written by AppendSnapshot. Any
+// defect (short or trailing bytes, unknown version, CRC mismatch, counts the
+// bytes cannot hold, impossible values) is an error wrapping
+// ErrCorruptProducerSnapshot, never a panic; no count is trusted before the
+// bytes to back it are known to be there. Expired producers are kept: call
+// Expire after loading, as Kafka's loadFromSnapshot filters them.
+func LoadProducerSnapshot(b []byte) (*ProducerStates, error) {
+	if len(b) < producerSnapshotHeaderSize {
+		return nil, corruptSnapshot("%d bytes, shorter than the %d-byte header", len(b), producerSnapshotHeaderSize)
+	}
+	r := snapshotReader{b: b}
+	if v := int16(r.u16()); v != producerSnapshotVersion {
+		return nil, corruptSnapshot("unknown version %d", v)
+	}
+	length, crc := r.u32(), r.u32()
+	if uint64(length) != uint64(r.remaining()) {
+		return nil, corruptSnapshot("length %d, but %d bytes follow the header", length, r.remaining())
+	}
+	if got := crc32.Checksum(b[r.off:], crc32c); got != crc {
+		return nil, corruptSnapshot("crc %#08x, computed %#08x", crc, got)
+	}
+	if r.remaining() < 4 {
+		return nil, corruptSnapshot("no producer count")
+	}
+	count := r.u32()
+	if uint64(count) > uint64(r.remaining()/producerSnapshotEntrySize) {
+		return nil, corruptSnapshot("%d producers cannot fit in %d bytes", count, r.remaining())
+	}
+	s := &ProducerStates{producers: make(map[int64]*producerEntry, count)}
+	for i := range count {
+		if r.remaining() < producerSnapshotEntrySize {
+			return nil, corruptSnapshot("producer %d truncated", i)
+		}
+		id := int64(r.u64())
+		e := &producerEntry{
+			epoch:            int16(r.u16()),
+			coordinatorEpoch: int32(r.u32()),
+			txnFirstOffset:   int64(r.u64()),
+			lastTimestamp:    int64(r.u64()),
+			lastAppendMs:     int64(r.u64()),
+			n:                r.u8(),
+		}
+		if id < 0 {
+			return nil, corruptSnapshot("negative producer id %d", id)
+		}
+		if _, ok := s.producers[id]; ok {
+			return nil, corruptSnapshot("producer %d listed twice", id)
+		}
+		if e.txnFirstOffset < -1 {
+			return nil, corruptSnapshot("producer %d: transaction first offset %d", id, e.txnFirstOffset)
+		}
+		if e.n > NumBatchesToRetain {
+			return nil, corruptSnapshot("producer %d: %d batches, at most %d", id, e.n, NumBatchesToRetain)
+		}
+		if r.remaining() < int(e.n)*producerSnapshotBatchSize {
+			return nil, corruptSnapshot("producer %d: %d batches truncated", id, e.n)
+		}
+		for j := range int(e.n) {
+			lastSeq := int32(r.u32())
+			lastOffset := int64(r.u64())
+			delta := int32(r.u32())
+			ts := int64(r.u64())
+			if lastSeq < 0 || delta < 0 || lastOffset < int64(delta) {
+				return nil, corruptSnapshot("producer %d batch %d: last sequence %d, last offset %d, delta %d",
+					id, j, lastSeq, lastOffset, delta)
+			}
+			m := BatchMetadata{
+				FirstSeq:     decrementSequence(lastSeq, delta),
+				LastSeq:      lastSeq,
+				FirstOffset:  lastOffset - int64(delta),
+				LastOffset:   lastOffset,
+				MaxTimestamp: ts,
+			}
+			if j > 0 && m.FirstOffset <= e.batches[j-1].LastOffset {
+				return nil, corruptSnapshot("producer %d batch %d: first offset %d not after %d",
+					id, j, m.FirstOffset, e.batches[j-1].LastOffset)
+			}
+			e.batches[j] = m
+		}
+		s.producers[id] = e
+	}
+	if r.remaining() != 0 {
+		return nil, corruptSnapshot("%d bytes after the last producer", r.remaining())
+	}
+	return s, nil
+}
