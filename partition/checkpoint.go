@@ -1,0 +1,189 @@
+package partition
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+)
+
+// checkpointName is the partitions' checkpoint in the metadata directory.
+const checkpointName = "partitions"
+
+// checkpointVersion is the format version of the checkpoint file.
+const checkpointVersion = 1
+
+// checkpoint is what the store persists about its partitions (Kafka's
+// log-start-offset and recovery-point checkpoints plus producer snapshots,
+// in one file).
+//
+// Dispatched is a commit-log position below which every entry is indexed
+// in its consume queue and the queues were flushed: recovery re-indexes
+// only from there. Each partition's Next and LogStart let a partition whose
+// batches were all deleted keep its offsets, and its producer snapshot
+// covers every batch below Next.
+type checkpoint struct {
+	Dispatched int64
+	Partitions map[[KeySize]byte]partitionCheckpoint
+}
+
+type partitionCheckpoint struct {
+	LogStart  int64
+	Next      int64
+	Producers []byte
+}
+
+// checkpointFile is the JSON form: keys in hex, a checksum over the body.
+type checkpointFile struct {
+	Version    int                            `json:"version"`
+	Dispatched int64                          `json:"dispatched"`
+	Partitions map[string]partitionCheckpoint `json:"partitions"`
+	CRC        uint32                         `json:"crc"`
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func (f *checkpointFile) checksum() (uint32, error) {
+	c := *f
+	c.CRC = 0
+	b, err := json.Marshal(c)
+	if err != nil {
+		return 0, err
+	}
+	return crc32.Checksum(b, crcTable), nil
+}
+
+// readCheckpoint loads the checkpoint; a missing file is an empty one.
+func readCheckpoint(dir string) (checkpoint, error) {
+	cp := checkpoint{Partitions: map[[KeySize]byte]partitionCheckpoint{}}
+	path := filepath.Join(dir, checkpointName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return cp, nil
+	}
+	if err != nil {
+		return cp, fmt.Errorf("partition: read checkpoint %s: %w", path, err)
+	}
+	var f checkpointFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return cp, fmt.Errorf("partition: checkpoint %s is damaged: %w", path, err)
+	}
+	if f.Version != checkpointVersion {
+		return cp, fmt.Errorf("partition: checkpoint %s has version %d, want %d", path, f.Version, checkpointVersion)
+	}
+	if sum, err := f.checksum(); err != nil || sum != f.CRC {
+		return cp, fmt.Errorf("partition: checkpoint %s is damaged: checksum mismatch", path)
+	}
+	cp.Dispatched = f.Dispatched
+	for k, v := range f.Partitions {
+		raw, err := hex.DecodeString(k)
+		if err != nil || len(raw) != KeySize {
+			return cp, fmt.Errorf("partition: checkpoint %s has a bad key %q", path, k)
+		}
+		var key [KeySize]byte
+		copy(key[:], raw)
+		cp.Partitions[key] = v
+	}
+	return cp, nil
+}
+
+// writeCheckpoint replaces the checkpoint atomically: temp file, fsync,
+// rename, fsync of the directory.
+func writeCheckpoint(dir string, cp checkpoint) error {
+	f := checkpointFile{Version: checkpointVersion, Dispatched: cp.Dispatched, Partitions: map[string]partitionCheckpoint{}}
+	for k, v := range cp.Partitions {
+		f.Partitions[hex.EncodeToString(k[:])] = v
+	}
+	sum, err := f.checksum()
+	if err != nil {
+		return fmt.Errorf("partition: encode checkpoint: %w", err)
+	}
+	f.CRC = sum
+	b, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("partition: encode checkpoint: %w", err)
+	}
+	path := filepath.Join(dir, checkpointName)
+	tmp := path + ".tmp"
+	if err := writeFileSync(tmp, b); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("partition: rename checkpoint: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func writeFileSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("partition: create %s: %w", path, err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("partition: write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("partition: fsync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("partition: close %s: %w", path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("partition: open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("partition: fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Checkpoint persists every partition's offsets and producer state and the
+// position up to which the consume queues are complete and flushed.
+//
+// The position is read first; then each partition is snapshotted under its
+// lock. Any append that wrote below the position held that partition's
+// lock until its consume-queue entry was written, so once every lock has
+// been taken once, every entry below the position is indexed; flushing the
+// queues then makes that true on disk. The snapshots may include batches
+// past the position: recovery replays those, skipping what each queue and
+// snapshot already holds.
+func (s *Store) Checkpoint() error {
+	s.checkpointMu.Lock()
+	defer s.checkpointMu.Unlock()
+	dispatched := s.clog.WrotePosition()
+	if s.cfg.FlushMode == FlushAsyncPool {
+		// Pool bytes are not in the files yet; recovery cannot replay them.
+		dispatched = min(dispatched, s.clog.ReadPosition())
+	}
+	cp := checkpoint{Dispatched: dispatched, Partitions: map[[KeySize]byte]partitionCheckpoint{}}
+	var errs []error
+	for _, p := range s.allPartitions() {
+		p.mu.Lock()
+		pc := partitionCheckpoint{LogStart: p.logStart.Load(), Next: p.mu.next}
+		p.mu.producers.Expire(s.cfg.Now().UnixMilli(), s.cfg.ProducerExpirationMs)
+		pc.Producers = p.mu.producers.AppendSnapshot(nil)
+		p.mu.Unlock()
+		if p.deleted.Load() {
+			continue
+		}
+		if err := p.cq.Flush(); err != nil {
+			errs = append(errs, fmt.Errorf("partition: flush index of %s-%d: %w", p.topic, p.index, err))
+		}
+		cp.Partitions[p.key] = pc
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return writeCheckpoint(s.metaDir, cp)
+}

@@ -1,0 +1,242 @@
+package partition
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	klog "github.com/kbroker/kbroker/log"
+	"github.com/kbroker/kbroker/partition/batch"
+)
+
+// Range is a run of record-batch bytes in one commit-log file, ready for
+// sendfile(2): File is held, and the reader must call Release once the
+// bytes are sent.
+type Range struct {
+	File   *klog.MappedFile
+	Offset int64 // byte offset inside File
+	Len    int64
+}
+
+// Release lets the file go (retention may delete it afterwards).
+func (r Range) Release() { r.File.Release() }
+
+// ReleaseRanges releases every range.
+func ReleaseRanges(rs []Range) {
+	for _, r := range rs {
+		r.Release()
+	}
+}
+
+// ReadResult is what a fetch learns about a partition besides its data.
+type ReadResult struct {
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	// Bytes is the total length of the returned ranges.
+	Bytes int64
+}
+
+// Read returns the record batches from offset on, as held file ranges
+// appended to dst, up to maxBytes. With firstBatchAlways the first batch is
+// returned even when it is larger than maxBytes (KIP-74: the first batch of
+// the first non-empty partition of a fetch, so that a consumer can always
+// make progress). Only visible data (below the high watermark) is returned.
+//
+// An offset below the log start or above the log end offset is
+// OFFSET_OUT_OF_RANGE; an offset between the high watermark and the log end
+// is an empty read. Read allocates nothing when dst has room.
+func (p *Partition) Read(offset int64, maxBytes int64, firstBatchAlways bool, dst []Range) (ReadResult, []Range, error) {
+	res := ReadResult{
+		HighWatermark:  p.highWatermark.Load(),
+		LogStartOffset: p.logStart.Load(),
+	}
+	res.LastStableOffset = res.HighWatermark
+	if p.deleted.Load() {
+		return res, dst, fmt.Errorf("partition: read %s-%d: %w", p.topic, p.index, kerr.UnknownTopicOrPartition)
+	}
+	if offset < res.LogStartOffset || offset > p.logEnd.Load() {
+		return res, dst, fmt.Errorf("partition: read %s-%d at %d (log %d..%d): %w",
+			p.topic, p.index, offset, res.LogStartOffset, p.logEnd.Load(), kerr.OffsetOutOfRange)
+	}
+	var buf [16]CQEntry
+	for offset < res.HighWatermark {
+		entries := p.cq.Read(offset, res.HighWatermark, len(buf), buf[:0])
+		if len(entries) == 0 {
+			break
+		}
+		for _, e := range entries {
+			n := int64(e.Size)
+			if res.Bytes+n > maxBytes && !(firstBatchAlways && res.Bytes == 0) {
+				return res, dst, nil
+			}
+			m, err := p.store.clog.Hold(e.Pos)
+			if err != nil {
+				ReleaseRanges(dst)
+				return res, dst[:0], storageError(fmt.Sprintf("read %s-%d at position %d", p.topic, p.index, e.Pos), err)
+			}
+			dst = append(dst, Range{File: m, Offset: e.Pos - m.From(), Len: n})
+			res.Bytes += n
+			offset = e.NextOffset()
+		}
+	}
+	return res, dst, nil
+}
+
+// Special timestamps of ListOffsets (Kafka's ListOffsetsRequest).
+const (
+	LatestTimestamp        = -1 // the high watermark (or LSO for read_committed)
+	EarliestTimestamp      = -2 // the log start offset
+	MaxTimestamp           = -3 // the record with the largest timestamp (KIP-734)
+	EarliestLocalTimestamp = -4 // without tiered storage, the log start offset
+	LatestTieredTimestamp  = -5 // without tiered storage, -1 (KIP-1005)
+)
+
+// OffsetForTime answers ListOffsets for one partition: the offset and
+// timestamp of the first record with timestamp ≥ ts, or the special
+// timestamps above. It returns -1, -1 when no such record is visible.
+func (p *Partition) OffsetForTime(ts int64) (offset, timestamp int64, err error) {
+	offset, timestamp = -1, -1
+	hw := p.highWatermark.Load()
+	switch ts {
+	case LatestTimestamp:
+		return hw, -1, nil
+	case EarliestTimestamp, EarliestLocalTimestamp:
+		return p.logStart.Load(), -1, nil
+	case LatestTieredTimestamp:
+		return -1, -1, nil
+	case MaxTimestamp:
+		return p.maxTimestampOffset(hw)
+	}
+	if ts < 0 {
+		return -1, -1, fmt.Errorf("partition: list offsets for timestamp %d: %w", ts, kerr.InvalidRequest)
+	}
+	// The running maximum finds the first batch that can hold such a
+	// record; batches after it may hold one too when the found batch lies
+	// below the log start offset.
+	e, ok := p.cq.FindTimestamp(ts)
+	if !ok {
+		return -1, -1, nil
+	}
+	from := max(e.BaseOffset, p.logStart.Load())
+	found := false
+	err = p.eachBatch(from, hw, func(b []byte) bool {
+		offset, timestamp, found = firstRecordAtOrAfter(b, p.logStart.Load(), ts)
+		return !found
+	})
+	if err != nil || !found {
+		return -1, -1, err
+	}
+	return offset, timestamp, nil
+}
+
+// maxTimestampOffset finds the first record carrying the largest timestamp
+// among the visible records at or after the log start offset (KIP-734).
+func (p *Partition) maxTimestampOffset(hw int64) (int64, int64, error) {
+	start := p.logStart.Load()
+	best, bestBase := int64(-1), int64(-1)
+	var hdr [batch.HeaderSize]byte
+	var buf [64]CQEntry
+	for off := start; off < hw; {
+		es := p.cq.Read(off, hw, len(buf), buf[:0])
+		if len(es) == 0 {
+			break
+		}
+		for _, e := range es {
+			batchMax, err := p.batchMaxTimestamp(e, start, hdr[:])
+			if err != nil {
+				return -1, -1, err
+			}
+			if batchMax > best {
+				best, bestBase = batchMax, e.BaseOffset
+			}
+		}
+		off = es[len(es)-1].NextOffset()
+	}
+	if bestBase < 0 {
+		return -1, -1, nil
+	}
+	var offset, timestamp int64 = -1, -1
+	err := p.eachBatch(max(bestBase, start), hw, func(b []byte) bool {
+		var found bool
+		offset, timestamp, found = firstRecordAtOrAfter(b, start, best)
+		return !found
+	})
+	return offset, timestamp, err
+}
+
+// batchMaxTimestamp is the largest timestamp of e's records at or after
+// offset start: the header's MaxTimestamp, unless DeleteRecords cut the
+// batch, whose records must then be read.
+func (p *Partition) batchMaxTimestamp(e CQEntry, start int64, hdr []byte) (int64, error) {
+	if e.BaseOffset >= start {
+		if err := p.store.clog.CopyAt(hdr, e.Pos); err != nil {
+			return -1, storageError(fmt.Sprintf("list offsets %s-%d", p.topic, p.index), err)
+		}
+		h, err := batch.ParseHeader(hdr)
+		if err != nil {
+			return -1, storageError(fmt.Sprintf("list offsets %s-%d", p.topic, p.index), err)
+		}
+		return h.MaxTimestamp, nil
+	}
+	best := int64(-1)
+	err := p.eachBatch(e.BaseOffset, e.NextOffset(), func(b []byte) bool {
+		h, err := batch.ParseHeader(b)
+		if err != nil {
+			return false
+		}
+		_ = batch.Records(b, func(r batch.Record) bool {
+			if h.BaseOffset+int64(r.OffsetDelta) >= start {
+				best = max(best, r.Timestamp)
+			}
+			return true
+		})
+		return false
+	})
+	return best, err
+}
+
+// eachBatch copies each visible batch from offset on out of the commit log
+// and calls fn until it returns false. It serves ListOffsets, which is rare
+// and may allocate.
+func (p *Partition) eachBatch(offset, hw int64, fn func(b []byte) bool) error {
+	var buf [16]CQEntry
+	for offset < hw {
+		es := p.cq.Read(offset, hw, len(buf), buf[:0])
+		if len(es) == 0 {
+			return nil
+		}
+		for _, e := range es {
+			b := make([]byte, e.Size)
+			if err := p.store.clog.CopyAt(b, e.Pos); err != nil {
+				return storageError(fmt.Sprintf("list offsets %s-%d", p.topic, p.index), err)
+			}
+			if !fn(b) {
+				return nil
+			}
+		}
+		offset = es[len(es)-1].NextOffset()
+	}
+	return nil
+}
+
+// firstRecordAtOrAfter returns the batch's first record at or after
+// offset start with timestamp ≥ ts. A batch that cannot be decoded counts
+// as holding none (it passed validation on append, so this means damage,
+// which the consumer will also see).
+func firstRecordAtOrAfter(b []byte, start, ts int64) (int64, int64, bool) {
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		return -1, -1, false
+	}
+	off, stamp, found := int64(-1), int64(-1), false
+	_ = batch.Records(b, func(r batch.Record) bool {
+		o := h.BaseOffset + int64(r.OffsetDelta)
+		if o >= start && r.Timestamp >= ts {
+			off, stamp, found = o, r.Timestamp, true
+			return false
+		}
+		return true
+	})
+	return off, stamp, found
+}

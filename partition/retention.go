@@ -1,0 +1,134 @@
+package partition
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// DeleteRecords moves the log start offset to offset (Kafka's DeleteRecords;
+// -1 means the high watermark) and returns the new log start offset (the
+// "low watermark"). An offset past the high watermark is
+// OFFSET_OUT_OF_RANGE. The change is checkpointed before it returns; the
+// data goes when retention next deletes files.
+func (p *Partition) DeleteRecords(offset int64) (int64, error) {
+	hw := p.highWatermark.Load()
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return p.logStart.Load(), fmt.Errorf("partition: delete records of %s-%d below %d (high watermark %d): %w",
+			p.topic, p.index, offset, hw, kerr.OffsetOutOfRange)
+	}
+	p.advanceLogStart(offset)
+	if err := p.store.Checkpoint(); err != nil {
+		return p.logStart.Load(), storageError(fmt.Sprintf("delete records of %s-%d", p.topic, p.index), err)
+	}
+	return p.logStart.Load(), nil
+}
+
+// advanceLogStart moves the log start offset forward, never back.
+func (p *Partition) advanceLogStart(offset int64) {
+	for {
+		old := p.logStart.Load()
+		if offset <= old || p.logStart.CompareAndSwap(old, offset) {
+			return
+		}
+	}
+}
+
+// retentionStart computes where retention.ms and retention.bytes move the
+// log start offset, at batch granularity: a batch goes when its (and every
+// earlier batch's) max timestamp is older than retention.ms, and batches go
+// from the start while what remains is still at least retention.bytes
+// (Kafka's rules, applied per batch instead of per segment). Never past the
+// high watermark.
+func (p *Partition) retentionStart(nowMs int64) int64 {
+	cfg := p.cfg.Load()
+	start, hw := p.logStart.Load(), p.highWatermark.Load()
+	if start >= hw {
+		return start
+	}
+	cand := start
+	if cfg.RetentionMs >= 0 {
+		if e, ok := p.cq.FindTimestamp(nowMs - cfg.RetentionMs); ok {
+			cand = max(cand, min(e.BaseOffset, hw))
+		} else {
+			cand = hw // every batch is older
+		}
+	}
+	if cfg.RetentionBytes >= 0 {
+		cand = max(cand, p.bytesStart(start, hw, cfg.RetentionBytes))
+	}
+	return min(cand, hw)
+}
+
+// bytesStart returns the first offset to keep under retention.bytes:
+// batches are dropped from the start while the bytes that remain after the
+// drop are still at least limit (Kafka's rule, per batch).
+func (p *Partition) bytesStart(start, hw, limit int64) int64 {
+	var total int64
+	var buf [64]CQEntry
+	for off := start; off < hw; {
+		es := p.cq.Read(off, hw, len(buf), buf[:0])
+		if len(es) == 0 {
+			break
+		}
+		for _, e := range es {
+			total += int64(e.Size)
+		}
+		off = es[len(es)-1].NextOffset()
+	}
+	keep := start
+	for off := start; off < hw && total > limit; {
+		es := p.cq.Read(off, hw, len(buf), buf[:0])
+		if len(es) == 0 {
+			break
+		}
+		for _, e := range es {
+			if total-int64(e.Size) < limit {
+				return keep
+			}
+			total -= int64(e.Size)
+			keep = e.NextOffset()
+		}
+		off = es[len(es)-1].NextOffset()
+	}
+	return keep
+}
+
+// EnforceRetention applies every topic's retention, checkpoints the new log
+// start offsets, then deletes consume-queue files and the commit-log files
+// that no partition needs any more (STORAGE-REFERENCE.md §3.8). A file that
+// a reader holds is waited for until ctx ends. It returns the number of
+// commit-log files deleted.
+func (s *Store) EnforceRetention(ctx context.Context) (int, error) {
+	now := s.cfg.Now().UnixMilli()
+	// Every entry appended from here on lies past this position.
+	wrote := s.clog.WrotePosition()
+	ps := s.allPartitions()
+	for _, p := range ps {
+		if !p.deleted.Load() {
+			p.advanceLogStart(p.retentionStart(now))
+		}
+	}
+	// Persist the new log start offsets before any data goes.
+	if err := s.Checkpoint(); err != nil {
+		return 0, err
+	}
+	minLive := wrote
+	for _, p := range ps {
+		if p.deleted.Load() {
+			continue
+		}
+		start := p.logStart.Load()
+		if _, err := p.cq.DeleteBefore(start); err != nil {
+			return 0, fmt.Errorf("partition: retention of %s-%d: %w", p.topic, p.index, err)
+		}
+		if e, ok := p.cq.Find(start); ok {
+			minLive = min(minLive, e.Pos-int64(s.clog.HeaderSize()))
+		}
+	}
+	return s.clog.DeleteBefore(ctx, minLive)
+}

@@ -1,0 +1,618 @@
+package partition
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+
+	"github.com/kbroker/kbroker/flush"
+	klog "github.com/kbroker/kbroker/log"
+	"github.com/kbroker/kbroker/partition/batch"
+)
+
+// FlushMode says when an append is durable and visible (ARCHITECTURE.md,
+// Flush modes).
+type FlushMode int
+
+const (
+	// FlushSync acknowledges a produce once a group commit flushed it; the
+	// high watermark covers flushed data only, so consumers never read
+	// what a crash could take back.
+	FlushSync FlushMode = iota
+	// FlushAsync acknowledges once the data is in the page cache; the
+	// real-time flusher writes it to disk every 500 ms.
+	FlushAsync
+	// FlushAsyncPool appends into transient-pool buffers that the commit
+	// service writes to the files every 200 ms; data is visible once
+	// committed. A process crash loses what was not yet committed.
+	FlushAsyncPool
+)
+
+// String names the mode as the configuration spells it.
+func (m FlushMode) String() string {
+	switch m {
+	case FlushSync:
+		return "sync"
+	case FlushAsync:
+		return "async"
+	case FlushAsyncPool:
+		return "async-pool"
+	}
+	return "FlushMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// ParseFlushMode parses "sync", "async" or "async-pool".
+func ParseFlushMode(s string) (FlushMode, error) {
+	for _, m := range []FlushMode{FlushSync, FlushAsync, FlushAsyncPool} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("partition: unknown flush mode %q (sync, async, async-pool)", s)
+}
+
+// Config configures a Store.
+type Config struct {
+	// Dir is the data directory (commit log, consume queues, metadata).
+	Dir string
+	// Log configures the commit log; its Dir, KeySize and SyncFlush are set
+	// by the store.
+	Log klog.Config
+	// FlushMode selects durability; see FlushMode.
+	FlushMode FlushMode
+	// GroupCommit, FlushRealTime and CommitRealTime configure the flush
+	// services of the chosen mode.
+	GroupCommit    flush.GroupCommitConfig
+	FlushRealTime  flush.FlushRealTimeConfig
+	CommitRealTime flush.CommitRealTimeConfig
+	// ConsumeQueueEntries is the number of 40-byte entries per consume-queue
+	// file. Default 262144 (10 MiB, the size of a Kafka index).
+	ConsumeQueueEntries int
+	// FullValidation decompresses compressed batches to check every record,
+	// as Kafka always does; off, they are trusted to their CRC.
+	FullValidation bool
+	// CheckpointInterval is how often the partitions' offsets and producer
+	// state are checkpointed (bounding recovery's replay). Default 10 s.
+	CheckpointInterval time.Duration
+	// RetentionCheckInterval is how often retention runs
+	// (log.retention.check.interval.ms). Default 5 minutes.
+	RetentionCheckInterval time.Duration
+	// ProducerExpirationMs is producer.id.expiration.ms. Default one day.
+	ProducerExpirationMs int64
+	// Now returns the current time; tests inject it (retention.ms).
+	Now func() time.Time
+}
+
+func (c *Config) withDefaults() {
+	if c.ConsumeQueueEntries == 0 {
+		c.ConsumeQueueEntries = 262144
+	}
+	if c.CheckpointInterval == 0 {
+		c.CheckpointInterval = 10 * time.Second
+	}
+	if c.RetentionCheckInterval == 0 {
+		c.RetentionCheckInterval = 5 * time.Minute
+	}
+	if c.ProducerExpirationMs == 0 {
+		c.ProducerExpirationMs = 86400000
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	c.Log.Dir = c.Dir
+	c.Log.KeySize = KeySize
+	c.Log.SyncFlush = c.FlushMode == FlushSync
+	if c.FlushMode != FlushAsyncPool {
+		c.Log.PoolBuffers = 0
+	} else if c.Log.PoolBuffers == 0 {
+		c.Log.PoolBuffers = 5 // RocketMQ's transientStorePoolSize
+	}
+}
+
+// TopicSpec describes a topic whose partitions the store serves.
+type TopicSpec struct {
+	ID         TopicID
+	Name       string
+	Partitions int32
+	Config     TopicConfig
+}
+
+// Store owns the commit log, the flush services and every partition.
+type Store struct {
+	cfg  Config
+	lg   *zap.Logger
+	clog *klog.CommitLog
+
+	groupCommit *flush.GroupCommitService
+	flusher     *flush.FlushRealTimeService
+	committer   *flush.CommitRealTimeService
+
+	// topics maps topic id to its partitions; replaced whole on change.
+	topics atomic.Pointer[map[TopicID][]*Partition]
+	// topicsMu serialises changes to topics.
+	topicsMu sync.Mutex
+
+	// vis tracks partitions with batches waiting for visibility.
+	vis struct {
+		sync.Mutex
+		waiting []*Partition
+		spare   []*Partition
+	}
+
+	// checkpointMu serialises checkpoints (timer, retention, Close).
+	checkpointMu sync.Mutex
+
+	report  RecoveryReport
+	closed  atomic.Bool
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	cqRoot  string
+	metaDir string
+}
+
+// RecoveryReport says what Open found.
+type RecoveryReport struct {
+	// Log is the commit log's recovery report.
+	Log klog.RecoveryReport
+	// ReplayedFrom is where re-indexing started in the commit log.
+	ReplayedFrom int64
+	// Indexed counts the batches added to consume queues by the replay.
+	Indexed int
+	// Rebuilt lists partitions whose consume queue was rebuilt from the
+	// commit log (missing or behind its checkpoint).
+	Rebuilt []string
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithLogger sets the logger (default: none).
+func WithLogger(lg *zap.Logger) Option { return func(s *Store) { s.lg = lg } }
+
+// Open opens the store in cfg.Dir with the given topics, recovering after a
+// crash: the commit log is verified, entries past the checkpointed
+// position are re-indexed into their consume queues, and every partition's
+// offsets and producer state are restored.
+func Open(cfg Config, topics []TopicSpec, opts ...Option) (*Store, RecoveryReport, error) {
+	cfg.withDefaults()
+	s := &Store{
+		cfg:     cfg,
+		lg:      zap.NewNop(),
+		stop:    make(chan struct{}),
+		cqRoot:  filepath.Join(cfg.Dir, "consumequeue"),
+		metaDir: filepath.Join(cfg.Dir, "metadata"),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	empty := map[TopicID][]*Partition{}
+	s.topics.Store(&empty)
+	for _, d := range []string{cfg.Dir, s.cqRoot, s.metaDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, RecoveryReport{}, fmt.Errorf("partition: create %s: %w", d, err)
+		}
+	}
+	cp, err := readCheckpoint(s.metaDir)
+	if err != nil {
+		return nil, RecoveryReport{}, err
+	}
+	r, err := s.recover(cp, topics)
+	if err != nil {
+		s.closePartitions()
+		return nil, r, err
+	}
+	s.report = r
+	s.startFlush()
+	s.wg.Add(1)
+	go s.background()
+	return s, r, nil
+}
+
+// recover opens the consume queues, then the commit log with a replay that
+// indexes what the queues miss.
+func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, error) {
+	var r RecoveryReport
+	replayFrom := cp.Dispatched
+	type replayState struct {
+		p        *Partition
+		cqNext   int64 // index entries from here on
+		prodNext int64 // apply producer state from here on
+	}
+	states := map[[KeySize]byte]*replayState{}
+	all := map[TopicID][]*Partition{}
+	for _, t := range topics {
+		ps := make([]*Partition, 0, t.Partitions)
+		for i := int32(0); i < t.Partitions; i++ {
+			p, err := s.newPartition(t, i)
+			if err != nil {
+				return r, err
+			}
+			ps = append(ps, p)
+			st := &replayState{p: p, cqNext: cqNextOffset(p.cq)}
+			saved, ok := cp.Partitions[p.key]
+			if ok {
+				p.logStart.Store(saved.LogStart)
+				p.mu.next = max(saved.Next, st.cqNext)
+				if prods, err := LoadProducerSnapshot(saved.Producers); err == nil {
+					p.mu.producers = prods
+					st.prodNext = saved.Next
+				}
+			}
+			if ok && cqBehind(p.cq, saved) {
+				// The queue lacks entries the checkpoint counted (its files
+				// were deleted or damaged): rebuild it from the whole log.
+				replayFrom = 0
+				r.Rebuilt = append(r.Rebuilt, fmt.Sprintf("%s-%d", t.Name, i))
+				p.mu.producers = NewProducerStates()
+				st.prodNext = 0
+			}
+			states[p.key] = st
+		}
+		all[t.ID] = ps
+	}
+	s.topics.Store(&all)
+	r.ReplayedFrom = replayFrom
+
+	visit := func(e klog.Entry) error {
+		var k [KeySize]byte
+		copy(k[:], e.Key)
+		st := states[k]
+		if st == nil {
+			return nil // a deleted topic's data
+		}
+		h, err := batch.ParseHeader(e.Payload)
+		if err != nil {
+			return fmt.Errorf("partition: replay entry at %d: %w", e.Pos, err)
+		}
+		next := h.BaseOffset + int64(h.LastOffsetDelta) + 1
+		p := st.p
+		if h.BaseOffset >= st.cqNext && next > p.logStart.Load() {
+			if err := p.cq.Append(e.PayloadPos(), int32(len(e.Payload)), h.BaseOffset, h.LastOffsetDelta, h.Attributes, h.MaxTimestamp); err != nil {
+				return fmt.Errorf("partition: index %s-%d: %w", p.topic, p.index, err)
+			}
+			st.cqNext = next
+			r.Indexed++
+		}
+		if h.BaseOffset >= st.prodNext && h.ProducerID >= 0 {
+			p.mu.producers.Update(ProducerBatch{
+				ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+				LastOffsetDelta: h.LastOffsetDelta, MaxTimestamp: h.MaxTimestamp, Transactional: h.IsTransactional(),
+			}, h.BaseOffset, s.cfg.Now().UnixMilli())
+		}
+		if next > p.mu.next {
+			p.mu.next = next
+		}
+		return nil
+	}
+	clog, lr, err := klog.Open(s.cfg.Log, replayFrom, visit)
+	r.Log = lr
+	if err != nil {
+		return r, err
+	}
+	s.clog = clog
+	// Entries past the recovered end of the commit log are gone.
+	lostTail := cp.Dispatched > lr.End
+	for _, ps := range all {
+		for _, p := range ps {
+			if err := p.cq.TruncateFromPos(lr.End); err != nil {
+				return r, fmt.Errorf("partition: truncate %s-%d: %w", p.topic, p.index, err)
+			}
+			n := cqNextOffset(p.cq)
+			if lostTail {
+				// The commit log lost data that the checkpoint had seen (a
+				// power loss past the durable position): what survived in
+				// the queue is the truth; keep the log start offset.
+				p.mu.next = max(n, p.logStart.Load())
+				p.mu.producers.TruncateAfter(p.mu.next)
+			} else {
+				p.mu.next = max(p.mu.next, n)
+			}
+			if p.logStart.Load() > p.mu.next {
+				p.logStart.Store(p.mu.next)
+			}
+			if p.cq.Len() > 0 {
+				if first := p.cq.FirstOffset(); first > p.logStart.Load() {
+					p.logStart.Store(first)
+				}
+			}
+			p.logEnd.Store(p.mu.next)
+			p.highWatermark.Store(p.mu.next)
+		}
+	}
+	return r, nil
+}
+
+// cqNextOffset is the offset after the queue's last entry, or 0.
+func cqNextOffset(q *ConsumeQueue) int64 {
+	if e, ok := q.Last(); ok {
+		return e.NextOffset()
+	}
+	return 0
+}
+
+// cqBehind reports whether the queue lacks entries the checkpoint saw.
+func cqBehind(q *ConsumeQueue, saved partitionCheckpoint) bool {
+	return cqNextOffset(q) < saved.Next && saved.Next > saved.LogStart
+}
+
+// newPartition opens the consume queue of partition i of t.
+func (s *Store) newPartition(t TopicSpec, i int32) (*Partition, error) {
+	dir := filepath.Join(s.cqRoot, hex.EncodeToString(t.ID[:]), strconv.Itoa(int(i)))
+	cq, err := OpenConsumeQueue(dir, s.cfg.ConsumeQueueEntries)
+	if err != nil {
+		return nil, fmt.Errorf("partition: open %s-%d: %w", t.Name, i, err)
+	}
+	p := &Partition{store: s, topic: t.Name, id: t.ID, index: i, key: entryKey(t.ID, i), dir: dir, cq: cq}
+	cfg := t.Config
+	p.cfg.Store(&cfg)
+	p.mu.producers = NewProducerStates()
+	if cq.Len() > 0 {
+		p.logStart.Store(cq.FirstOffset())
+	}
+	return p, nil
+}
+
+// startFlush starts the flush services of the configured mode, wired so
+// that data becomes visible when it becomes durable (sync) or committed
+// (pool).
+func (s *Store) startFlush() {
+	reveal := func(pos int64) { s.reveal(pos) }
+	switch s.cfg.FlushMode {
+	case FlushSync:
+		s.groupCommit = flush.NewGroupCommitService(s.clog, s.cfg.GroupCommit, flush.WithLogger(s.lg), flush.WithOnFlushed(reveal))
+		s.groupCommit.Start()
+	case FlushAsync:
+		s.flusher = flush.NewFlushRealTimeService(s.clog, s.cfg.FlushRealTime, flush.WithLogger(s.lg))
+		s.flusher.Start()
+	case FlushAsyncPool:
+		s.flusher = flush.NewFlushRealTimeService(s.clog, s.cfg.FlushRealTime, flush.WithLogger(s.lg))
+		s.committer = flush.NewCommitRealTimeService(s.clog, s.cfg.CommitRealTime,
+			flush.WithLogger(s.lg), flush.WithFlusher(s.flusher), flush.WithOnCommitted(reveal))
+		s.flusher.Start()
+		s.committer.Start()
+	}
+}
+
+// published is called under p.mu after an append: in async mode the batch
+// is visible at once; otherwise it waits for its flush or commit.
+func (s *Store) published(p *Partition, end, next int64) {
+	switch s.cfg.FlushMode {
+	case FlushAsync:
+		p.setHighWatermark(next)
+		return
+	case FlushSync:
+		if s.clog.FlushedPosition() >= end {
+			p.setHighWatermark(next)
+			return
+		}
+	case FlushAsyncPool:
+		s.committer.Wake() // RocketMQ's wakeCommitWhenPutMessage
+	}
+	if p.addPending(end, next) {
+		s.vis.Lock()
+		s.vis.waiting = append(s.vis.waiting, p)
+		s.vis.Unlock()
+	}
+	if s.cfg.FlushMode == FlushSync && s.clog.FlushedPosition() >= end {
+		// A flush finished between the check and the queueing.
+		s.reveal(s.clog.FlushedPosition())
+	}
+}
+
+// reveal is the flush (sync) or commit (pool) hook: every pending batch
+// that ends at or before pos becomes visible.
+func (s *Store) reveal(pos int64) {
+	s.vis.Lock()
+	ps := s.vis.waiting
+	s.vis.waiting, s.vis.spare = s.vis.spare[:0], nil
+	s.vis.Unlock()
+	var keep []*Partition
+	for _, p := range ps {
+		if p.reveal(pos) {
+			keep = append(keep, p)
+		}
+	}
+	s.vis.Lock()
+	s.vis.waiting = append(s.vis.waiting, keep...)
+	s.vis.spare = ps[:0]
+	s.vis.Unlock()
+}
+
+// AwaitDurable blocks until the commit log is durable up to end when the
+// store runs in sync mode (the produce response of acks=-1 waits for it);
+// in the async modes it returns at once. Errors are KAFKA_STORAGE_ERROR or,
+// after the sync flush timeout, REQUEST_TIMED_OUT.
+func (s *Store) AwaitDurable(ctx context.Context, end int64) error {
+	if s.groupCommit == nil || end == 0 {
+		return nil
+	}
+	return durableError(s.groupCommit.Await(ctx, end))
+}
+
+// SubmitDurable is AwaitDurable's asynchronous form: done is called once,
+// from another goroutine, or at once in the async modes.
+func (s *Store) SubmitDurable(end int64, done func(error)) {
+	if s.groupCommit == nil || end == 0 {
+		done(nil)
+		return
+	}
+	s.groupCommit.Submit(end, func(err error) { done(durableError(err)) })
+}
+
+func durableError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flush.ErrFlushTimeout):
+		return fmt.Errorf("partition: %w: %w", kerr.RequestTimedOut, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return fmt.Errorf("partition: %w: %w", kerr.KafkaStorageError, err)
+}
+
+// Partition returns partition index of topic id, or nil.
+func (s *Store) Partition(id TopicID, index int32) *Partition {
+	ps := (*s.topics.Load())[id]
+	if index < 0 || int(index) >= len(ps) {
+		return nil
+	}
+	return ps[index]
+}
+
+// Partitions returns every partition of topic id.
+func (s *Store) Partitions(id TopicID) []*Partition { return (*s.topics.Load())[id] }
+
+// AddTopic makes the store serve t's partitions; for an existing topic it
+// adds the partitions it lacks (CreatePartitions).
+func (s *Store) AddTopic(t TopicSpec) error {
+	s.topicsMu.Lock()
+	defer s.topicsMu.Unlock()
+	old := *s.topics.Load()
+	ps := append([]*Partition(nil), old[t.ID]...)
+	for i := int32(len(ps)); i < t.Partitions; i++ {
+		p, err := s.newPartition(t, i)
+		if err != nil {
+			return err
+		}
+		p.logEnd.Store(0)
+		ps = append(ps, p)
+	}
+	next := make(map[TopicID][]*Partition, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[t.ID] = ps
+	s.topics.Store(&next)
+	return nil
+}
+
+// DeleteTopic stops serving topic id and removes its consume queues. Its
+// commit-log entries stay until retention deletes their files; they no
+// longer pin them.
+func (s *Store) DeleteTopic(id TopicID) error {
+	s.topicsMu.Lock()
+	old := *s.topics.Load()
+	ps, ok := old[id]
+	if !ok {
+		s.topicsMu.Unlock()
+		return fmt.Errorf("partition: delete topic: %w", kerr.UnknownTopicOrPartition)
+	}
+	next := make(map[TopicID][]*Partition, len(old))
+	for k, v := range old {
+		if k != id {
+			next[k] = v
+		}
+	}
+	s.topics.Store(&next)
+	s.topicsMu.Unlock()
+	var errs []error
+	for _, p := range ps {
+		p.mu.Lock()
+		p.deleted.Store(true)
+		p.mu.Unlock()
+		p.setHighWatermark(1<<63 - 1) // wake parked fetches; they see the deletion
+		if err := p.cq.Destroy(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(ps) > 0 {
+		if err := os.RemoveAll(filepath.Dir(ps[0].dir)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Persist the deletion of their offsets at once.
+	if err := s.Checkpoint(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// CommitLog exposes the commit log (for fetch ranges and diagnostics).
+func (s *Store) CommitLog() *klog.CommitLog { return s.clog }
+
+// Report is what recovery found at Open.
+func (s *Store) Report() RecoveryReport { return s.report }
+
+// FlushMode is the store's durability mode.
+func (s *Store) FlushMode() FlushMode { return s.cfg.FlushMode }
+
+// allPartitions lists every partition in a stable order.
+func (s *Store) allPartitions() []*Partition {
+	m := *s.topics.Load()
+	var out []*Partition
+	for _, ps := range m {
+		out = append(out, ps...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].id != out[j].id {
+			return string(out[i].id[:]) < string(out[j].id[:])
+		}
+		return out[i].index < out[j].index
+	})
+	return out
+}
+
+// background runs the periodic checkpoint and retention.
+func (s *Store) background() {
+	defer s.wg.Done()
+	cpTick := time.NewTicker(s.cfg.CheckpointInterval)
+	defer cpTick.Stop()
+	retTick := time.NewTicker(s.cfg.RetentionCheckInterval)
+	defer retTick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-cpTick.C:
+			if err := s.Checkpoint(); err != nil {
+				s.lg.Error("partition checkpoint failed", zap.Error(err))
+			}
+		case <-retTick.C:
+			if _, err := s.EnforceRetention(context.Background()); err != nil {
+				s.lg.Warn("retention failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+// Close stops the flush services, checkpoints every partition and closes
+// the commit log cleanly, so the next Open needs no replay.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	close(s.stop)
+	s.wg.Wait()
+	var errs []error
+	if s.committer != nil {
+		errs = append(errs, s.committer.Close())
+	}
+	if s.flusher != nil {
+		errs = append(errs, s.flusher.Close())
+	}
+	if s.groupCommit != nil {
+		errs = append(errs, s.groupCommit.Close())
+	}
+	errs = append(errs, s.Checkpoint())
+	errs = append(errs, s.clog.Close())
+	s.closePartitions()
+	return errors.Join(errs...)
+}
+
+func (s *Store) closePartitions() {
+	for _, p := range s.allPartitions() {
+		p.cq.Close()
+	}
+}
