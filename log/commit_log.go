@@ -383,3 +383,23 @@ func (l *CommitLog) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Abandon releases the log the way a killed process would: no final flush,
+// no checkpoint of the end, and the abort marker stays, so the next Open
+// runs crash recovery. What was written stays in the page cache, as it does
+// when a process dies. It exists for crash tests of the layers above.
+func (l *CommitLog) Abandon() {
+	l.putMu.Lock()
+	if l.closed.Swap(true) {
+		l.putMu.Unlock()
+		return
+	}
+	l.putMu.Unlock()
+	l.alloc.close()
+	l.queue.close()
+	if l.pool != nil {
+		l.pool.Close()
+	}
+	l.cp.close()
+	l.lock.Close()
+}

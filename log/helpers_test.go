@@ -60,21 +60,8 @@ func readAll(t testing.TB, l *CommitLog, from int64) []Entry {
 	return out
 }
 
-// crash abandons l the way a SIGKILL would: no final flush, no checkpoint
-// of the end, the abort marker left in place. The page cache keeps what was
-// written, as it does when a process dies.
-func crash(l *CommitLog) {
-	l.putMu.Lock()
-	l.closed.Store(true)
-	l.putMu.Unlock()
-	l.alloc.close()
-	l.queue.close()
-	if l.pool != nil {
-		l.pool.Close()
-	}
-	l.cp.close()
-	l.lock.Close()
-}
+// crash abandons l the way a SIGKILL would (see Abandon).
+func crash(l *CommitLog) { l.Abandon() }
 
 // segmentPath is the path of the file holding global position pos.
 func segmentPath(cfg Config, pos int64) string {
