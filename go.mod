@@ -12,4 +12,7 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require go.uber.org/multierr v1.10.0 // indirect
+require (
+	github.com/twmb/franz-go/pkg/kadm v1.20.0 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+)

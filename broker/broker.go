@@ -1,0 +1,258 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	klog "github.com/kbroker/kbroker/log"
+	"github.com/kbroker/kbroker/partition"
+	"github.com/kbroker/kbroker/topic"
+)
+
+// Broker is a Kafka-compatible broker: the listener, its connections, the
+// topic registry and the partition store.
+type Broker struct {
+	cfg  Config
+	lg   *zap.Logger
+	apis []api
+	idx  *apiIndex
+
+	topics *topic.Registry
+	store  *partition.Store
+	budget *byteBudget
+
+	ln        net.Listener
+	advHost   string
+	advPort   int32
+	startedAt time.Time
+
+	mu struct {
+		sync.Mutex
+		conns    map[*conn]struct{}
+		shutdown bool
+	}
+	wg sync.WaitGroup
+	// stop is closed when shutdown begins.
+	stop chan struct{}
+}
+
+// Option configures a Broker's dependencies (settings live in Config).
+type Option func(*Broker)
+
+// WithLogger sets the logger; the default discards everything.
+func WithLogger(lg *zap.Logger) Option { return func(b *Broker) { b.lg = lg } }
+
+// New opens the broker's data directory (topics, commit log, recovery)
+// without listening yet.
+func New(cfg Config, opts ...Option) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("broker: invalid config: %w", err)
+	}
+	b := &Broker{cfg: cfg, lg: zap.NewNop(), stop: make(chan struct{})}
+	for _, o := range opts {
+		o(b)
+	}
+	b.apis = apiTable()
+	b.idx = indexAPIs(b.apis)
+	b.budget = newByteBudget(cfg.QueuedMaxRequestBytes)
+	b.mu.conns = map[*conn]struct{}{}
+
+	defaults := topic.KafkaDefaults()
+	defaults.NumPartitions = cfg.DefaultPartitions
+	defaults.RetentionMs = cfg.RetentionMs
+	defaults.RetentionBytes = cfg.RetentionBytes
+	defaults.MaxMessageBytes = int32(cfg.MessageMaxBytes)
+	defaults.SegmentBytes = int32(cfg.SegmentBytes)
+	reg, err := topic.Open(filepath.Join(cfg.DataDir, "metadata"), defaults, topic.WithOnChange(b.onTopicChange))
+	if err != nil {
+		return nil, fmt.Errorf("broker: open topics: %w", err)
+	}
+	b.topics = reg
+	mode, _ := cfg.flushMode()
+	var specs []partition.TopicSpec
+	for _, t := range reg.List() {
+		specs = append(specs, topicSpec(&t))
+	}
+	start := time.Now()
+	store, report, err := partition.Open(partition.Config{
+		Dir:                    cfg.DataDir,
+		Log:                    klog.Config{FileSize: cfg.SegmentBytes},
+		FlushMode:              mode,
+		FullValidation:         cfg.FullValidation,
+		RetentionCheckInterval: cfg.RetentionCheckInterval,
+	}, specs, partition.WithLogger(b.lg))
+	if err != nil {
+		return nil, fmt.Errorf("broker: open store: %w", err)
+	}
+	b.store = store
+	b.lg.Info("store opened",
+		zap.String("dir", cfg.DataDir),
+		zap.Bool("clean", report.Log.Clean),
+		zap.Int64("end", report.Log.End),
+		zap.Bool("cut", report.Log.Cut),
+		zap.Int("reindexed", report.Indexed),
+		zap.Duration("took", time.Since(start)))
+	return b, nil
+}
+
+// topicSpec translates a registry topic for the partition store.
+func topicSpec(t *topic.Topic) partition.TopicSpec {
+	return partition.TopicSpec{ID: partition.TopicID(t.ID), Name: t.Name, Partitions: t.Partitions, Config: partitionConfig(t.Configs)}
+}
+
+// partitionConfig is what the partitions apply of a topic's configs.
+func partitionConfig(c topic.Configs) partition.TopicConfig {
+	return partition.TopicConfig{
+		MaxMessageBytes:      int(c.MaxMessageBytes()),
+		LogAppendTime:        c.TimestampType() == topic.LogAppendTime,
+		RetentionMs:          c.RetentionMs(),
+		RetentionBytes:       c.RetentionBytes(),
+		TimestampBeforeMaxMs: c.TimestampBeforeMaxMs(),
+		TimestampAfterMaxMs:  c.TimestampAfterMaxMs(),
+	}
+}
+
+// onTopicChange keeps the partition store in step with the registry. It
+// runs under the registry's writer lock, after the change is durable.
+func (b *Broker) onTopicChange(old, cur *topic.Topic) {
+	if b.store == nil {
+		return
+	}
+	switch {
+	case cur == nil:
+		if err := b.store.DeleteTopic(partition.TopicID(old.ID)); err != nil {
+			b.lg.Error("delete topic data", zap.String("topic", old.Name), zap.Error(err))
+		}
+	default:
+		if err := b.store.AddTopic(topicSpec(cur)); err != nil {
+			b.lg.Error("add topic partitions", zap.String("topic", cur.Name), zap.Error(err))
+		}
+		cfg := partitionConfig(cur.Configs)
+		for _, p := range b.store.Partitions(partition.TopicID(cur.ID)) {
+			p.SetConfig(cfg)
+		}
+	}
+}
+
+// Start listens and serves connections in the background.
+func (b *Broker) Start() error {
+	ln, err := net.Listen("tcp", b.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("broker: listen on %s: %w", b.cfg.Listen, err)
+	}
+	b.ln = ln
+	b.startedAt = time.Now()
+	adv := b.cfg.AdvertisedListener
+	if adv == "" {
+		adv = ln.Addr().String()
+		if host, _, _ := net.SplitHostPort(b.cfg.Listen); host != "" && host != "0.0.0.0" && host != "::" {
+			_, port, _ := net.SplitHostPort(adv)
+			adv = net.JoinHostPort(host, port)
+		}
+	}
+	host, port, _ := net.SplitHostPort(adv)
+	p, _ := strconv.Atoi(port)
+	b.advHost, b.advPort = host, int32(p)
+	b.wg.Add(1)
+	go b.acceptLoop()
+	b.lg.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("advertised", adv))
+	return nil
+}
+
+// Addr is the address the broker listens on.
+func (b *Broker) Addr() string { return b.ln.Addr().String() }
+
+// AdvertisedAddr is the host:port clients are told to connect to.
+func (b *Broker) AdvertisedAddr() string {
+	return net.JoinHostPort(b.advHost, strconv.Itoa(int(b.advPort)))
+}
+
+func (b *Broker) acceptLoop() {
+	defer b.wg.Done()
+	for {
+		nc, err := b.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			b.lg.Warn("accept", zap.Error(err))
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		c := newConn(b, nc)
+		b.mu.Lock()
+		if b.mu.shutdown {
+			b.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		b.mu.conns[c] = struct{}{}
+		b.wg.Add(1)
+		b.mu.Unlock()
+		go func() {
+			defer b.wg.Done()
+			c.serve()
+			b.mu.Lock()
+			delete(b.mu.conns, c)
+			b.mu.Unlock()
+		}()
+	}
+}
+
+// Shutdown stops the broker gracefully: it stops accepting, stops reading
+// new requests, lets in-flight requests finish and their responses go out
+// until ctx ends, then closes the store cleanly (flush, checkpoint, abort
+// marker removed) so the next start needs no recovery.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	if b.mu.shutdown {
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.shutdown = true
+	conns := make([]*conn, 0, len(b.mu.conns))
+	for c := range b.mu.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	close(b.stop)
+	if b.ln != nil {
+		b.ln.Close()
+	}
+	for _, c := range conns {
+		c.stopReading()
+	}
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		for _, c := range conns {
+			c.nc.Close()
+		}
+		<-done
+	}
+	var errs []error
+	if err := b.store.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	b.lg.Info("stopped")
+	return errors.Join(errs...)
+}
+
+// Topics is the topic registry.
+func (b *Broker) Topics() *topic.Registry { return b.topics }
+
+// Store is the partition store.
+func (b *Broker) Store() *partition.Store { return b.store }
+
+// Config is the broker's configuration.
+func (b *Broker) Config() Config { return b.cfg }

@@ -1,0 +1,239 @@
+package broker
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kbroker/kbroker/partition"
+)
+
+// Config holds every broker setting. Each field's kafka tag is its Kafka
+// property name (server.properties), or a kbroker.* name where Kafka has
+// none; the same tags drive the config file, DescribeConfigs for the broker
+// and the start-up dump.
+type Config struct {
+	// Listen is the address to listen on (host:port; port 0 picks one).
+	Listen string `kafka:"listeners"`
+	// AdvertisedListener is the host:port clients are told to connect to;
+	// empty means the address actually listened on.
+	AdvertisedListener string `kafka:"advertised.listeners"`
+	// DataDir holds the commit log, consume queues and metadata.
+	DataDir string `kafka:"log.dirs"`
+	// FlushMode is "sync" (group commit before acknowledging), "async"
+	// (page cache, flushed every 500 ms) or "pool" (transient store pool).
+	FlushMode string `kafka:"kbroker.flush.mode"`
+	// SegmentBytes is the size of every commit-log file.
+	SegmentBytes int64 `kafka:"log.segment.bytes"`
+	// DefaultPartitions is num.partitions: partitions of auto-created
+	// topics and of CreateTopics with -1.
+	DefaultPartitions int32 `kafka:"num.partitions"`
+	// AutoCreateTopics is auto.create.topics.enable.
+	AutoCreateTopics bool `kafka:"auto.create.topics.enable"`
+	// MaxRequestBytes is socket.request.max.bytes: the largest frame.
+	MaxRequestBytes int32 `kafka:"socket.request.max.bytes"`
+	// QueuedMaxRequestBytes is queued.max.request.bytes: request bytes in
+	// memory across all connections; reading pauses above it.
+	QueuedMaxRequestBytes int64 `kafka:"queued.max.request.bytes"`
+	// ConnectionsMaxIdle is connections.max.idle.ms.
+	ConnectionsMaxIdle time.Duration `kafka:"connections.max.idle.ms"`
+	// MaxInFlightPerConnection bounds responses waiting to be written on
+	// one connection; reading from it pauses above it.
+	MaxInFlightPerConnection int `kafka:"kbroker.max.inflight.requests.per.connection"`
+	// MessageMaxBytes is message.max.bytes, the broker-wide default of
+	// max.message.bytes.
+	MessageMaxBytes int `kafka:"message.max.bytes"`
+	// RetentionMs is log.retention.ms; -1 keeps data forever.
+	RetentionMs int64 `kafka:"log.retention.ms"`
+	// RetentionBytes is log.retention.bytes; -1 means no limit.
+	RetentionBytes int64 `kafka:"log.retention.bytes"`
+	// RetentionCheckInterval is log.retention.check.interval.ms.
+	RetentionCheckInterval time.Duration `kafka:"log.retention.check.interval.ms"`
+	// FullValidation decompresses compressed batches on produce to check
+	// every record, as Kafka does (off: trusted to their CRC).
+	FullValidation bool `kafka:"kbroker.produce.full.validation"`
+	// SyncFlushTimeout bounds the wait for a group commit (sync mode); a
+	// produce that waits longer gets REQUEST_TIMED_OUT.
+	SyncFlushTimeout time.Duration `kafka:"kbroker.sync.flush.timeout.ms"`
+	// ClusterID is reported in Metadata and DescribeCluster.
+	ClusterID string `kafka:"cluster.id"`
+	// NodeID is this broker's id.
+	NodeID int32 `kafka:"node.id"`
+}
+
+// DefaultConfig returns the defaults of the kbroker command.
+func DefaultConfig() Config {
+	return Config{
+		Listen:                   "localhost:9092",
+		DataDir:                  "./kbroker-data",
+		FlushMode:                "async",
+		SegmentBytes:             128 << 20,
+		DefaultPartitions:        1,
+		AutoCreateTopics:         true,
+		MaxRequestBytes:          100 << 20,
+		QueuedMaxRequestBytes:    256 << 20,
+		ConnectionsMaxIdle:       10 * time.Minute,
+		MaxInFlightPerConnection: 128,
+		MessageMaxBytes:          1048588,
+		RetentionMs:              7 * 24 * 3600 * 1000,
+		RetentionBytes:           -1,
+		RetentionCheckInterval:   5 * time.Minute,
+		SyncFlushTimeout:         5 * time.Second,
+		ClusterID:                "kbroker-cluster",
+		NodeID:                   0,
+	}
+}
+
+// Validate reports every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listeners %q: %w", c.Listen, err))
+	}
+	if c.AdvertisedListener != "" {
+		if _, p, err := net.SplitHostPort(c.AdvertisedListener); err != nil {
+			errs = append(errs, fmt.Errorf("advertised.listeners %q: %w", c.AdvertisedListener, err))
+		} else if _, err := strconv.Atoi(p); err != nil {
+			errs = append(errs, fmt.Errorf("advertised.listeners %q: bad port", c.AdvertisedListener))
+		}
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("log.dirs is empty"))
+	}
+	if _, err := c.flushMode(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.SegmentBytes < 1<<20 || c.SegmentBytes%4096 != 0 || c.SegmentBytes > 1<<30 {
+		errs = append(errs, fmt.Errorf("log.segment.bytes %d must be a multiple of 4096 between 1 MiB and 1 GiB", c.SegmentBytes))
+	}
+	if c.DefaultPartitions < 1 {
+		errs = append(errs, fmt.Errorf("num.partitions %d must be at least 1", c.DefaultPartitions))
+	}
+	if c.MaxRequestBytes < 1024 {
+		errs = append(errs, fmt.Errorf("socket.request.max.bytes %d is too small", c.MaxRequestBytes))
+	}
+	if c.QueuedMaxRequestBytes < int64(c.MaxRequestBytes) {
+		errs = append(errs, fmt.Errorf("queued.max.request.bytes %d is below socket.request.max.bytes %d", c.QueuedMaxRequestBytes, c.MaxRequestBytes))
+	}
+	if c.ConnectionsMaxIdle <= 0 {
+		errs = append(errs, errors.New("connections.max.idle.ms must be positive"))
+	}
+	if c.MaxInFlightPerConnection < 1 {
+		errs = append(errs, errors.New("max in-flight requests per connection must be at least 1"))
+	}
+	if c.MessageMaxBytes < 0 {
+		errs = append(errs, errors.New("message.max.bytes is negative"))
+	}
+	if c.SyncFlushTimeout <= 0 {
+		errs = append(errs, errors.New("the sync flush timeout must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) flushMode() (partition.FlushMode, error) {
+	switch c.FlushMode {
+	case "sync":
+		return partition.FlushSync, nil
+	case "async":
+		return partition.FlushAsync, nil
+	case "pool":
+		return partition.FlushAsyncPool, nil
+	}
+	return 0, fmt.Errorf("kbroker.flush.mode %q must be sync, async or pool", c.FlushMode)
+}
+
+// Set assigns a setting by its property name (the kafka tag), parsing the
+// value by the field's type; durations are in milliseconds, as Kafka's
+// *.ms properties are. Kafka's listener form "PLAINTEXT://host:port" is
+// accepted for listeners and advertised.listeners.
+func (c *Config) Set(name, value string) error {
+	v := reflect.ValueOf(c).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		if t.Field(i).Tag.Get("kafka") != name {
+			continue
+		}
+		f := v.Field(i)
+		value = strings.TrimSpace(value)
+		if name == "listeners" || name == "advertised.listeners" {
+			if _, rest, ok := strings.Cut(value, "://"); ok {
+				value = rest
+			}
+		}
+		switch f.Interface().(type) {
+		case string:
+			f.SetString(value)
+		case bool:
+			b, err := strconv.ParseBool(value)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a boolean", name, value)
+			}
+			f.SetBool(b)
+		case time.Duration:
+			ms, err := strconv.ParseInt(value, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a number of milliseconds", name, value)
+			}
+			f.SetInt(int64(time.Duration(ms) * time.Millisecond))
+		case int, int32, int64:
+			n, err := strconv.ParseInt(value, 10, 64)
+			if err != nil || f.OverflowInt(n) {
+				return fmt.Errorf("%s: %q is not a valid integer", name, value)
+			}
+			f.SetInt(n)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown setting %q", name)
+}
+
+// LoadProperties reads key=value lines (server.properties style: '#' and
+// '!' start comments, blank lines are skipped) into c.
+func (c *Config) LoadProperties(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	var errs []error
+	for line := 1; sc.Scan(); line++ {
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || s[0] == '#' || s[0] == '!' {
+			continue
+		}
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			errs = append(errs, fmt.Errorf("line %d: no '=' in %q", line, s))
+			continue
+		}
+		if err := c.Set(strings.TrimSpace(k), v); err != nil {
+			errs = append(errs, fmt.Errorf("line %d: %w", line, err))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Properties lists every setting as name=value, for the start-up log and
+// DescribeConfigs of the broker.
+func (c *Config) Properties() [][2]string {
+	v := reflect.ValueOf(c).Elem()
+	t := v.Type()
+	out := make([][2]string, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		name := t.Field(i).Tag.Get("kafka")
+		var s string
+		switch x := v.Field(i).Interface().(type) {
+		case time.Duration:
+			s = strconv.FormatInt(x.Milliseconds(), 10)
+		default:
+			s = fmt.Sprint(x)
+		}
+		out = append(out, [2]string{name, s})
+	}
+	return out
+}

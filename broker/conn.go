@@ -1,0 +1,239 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+// conn is one client connection. A reader goroutine reads, decodes and
+// handles requests strictly in arrival order (the append of a produce
+// happens before the next request is read, so idempotent sequences stay
+// ordered); a writer goroutine sends the responses in the same order,
+// waiting for a pending one (a produce waiting for its group commit) before
+// those behind it. The queue between them is bounded, which bounds the
+// responses in flight per connection.
+type conn struct {
+	b  *Broker
+	nc net.Conn
+	lg *zap.Logger
+
+	// out carries responses to the writer in request order.
+	out chan outgoing
+	// ctx ends when the connection closes; cancel ends it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// stopping is set when shutdown asked the reader to stop.
+	stopping atomic.Bool
+
+	mu struct {
+		sync.Mutex
+		clientID        string
+		softwareName    string
+		softwareVersion string
+	}
+}
+
+// outgoing is one response waiting to be written.
+type outgoing struct {
+	corr int32
+	res  result
+}
+
+func newConn(b *Broker, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{
+		b:      b,
+		nc:     nc,
+		lg:     b.lg.With(zap.String("remote", nc.RemoteAddr().String())),
+		out:    make(chan outgoing, b.cfg.MaxInFlightPerConnection),
+		ctx:    ctx,
+		cancel: cancel,
+	}
+}
+
+// ClientID is the client id of the last request.
+func (c *conn) clientID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.clientID
+}
+
+func (c *conn) setClientSoftware(name, version string) {
+	c.mu.Lock()
+	c.mu.softwareName, c.mu.softwareVersion = name, version
+	c.mu.Unlock()
+}
+
+// stopReading makes the reader stop after the request it is handling; the
+// writer still sends every response already due.
+func (c *conn) stopReading() {
+	c.stopping.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+}
+
+// serve runs the connection until it closes.
+func (c *conn) serve() {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pprof.Do(c.ctx, pprof.Labels("conn", "writer"), func(context.Context) { c.writeLoop() })
+	}()
+	pprof.Do(c.ctx, pprof.Labels("conn", "reader"), func(context.Context) { c.readLoop() })
+	close(c.out) // the writer drains what is queued, then exits
+	wg.Wait()
+	c.cancel()
+	c.nc.Close()
+}
+
+// readLoop reads and handles requests until an error or shutdown.
+func (c *conn) readLoop() {
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var buf []byte
+	for {
+		if c.stopping.Load() {
+			return
+		}
+		c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.ConnectionsMaxIdle))
+		n, err := protocol.ReadSize(br, c.b.cfg.MaxRequestBytes)
+		if err != nil {
+			c.readFailed("read request size", err)
+			return
+		}
+		if err := c.b.budget.acquire(c.ctx, int64(n)); err != nil {
+			return
+		}
+		buf, err = protocol.ReadBody(br, n, buf[:0])
+		if err == nil {
+			err = c.handleFrame(buf)
+		} else {
+			c.readFailed("read request", err)
+		}
+		c.b.budget.release(int64(n))
+		if cap(buf) > 1<<20 {
+			buf = nil // do not keep a large buffer for an idle connection
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readFailed logs why reading stopped, quietly for ordinary closes.
+func (c *conn) readFailed(what string, err error) {
+	switch {
+	case c.stopping.Load(), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.lg.Debug("closing idle connection")
+	default:
+		c.lg.Info("closing connection", zap.String("reason", what), zap.Error(err))
+	}
+}
+
+// handleFrame decodes and handles one request; an error closes the
+// connection.
+func (c *conn) handleFrame(frame []byte) error {
+	h, rest, err := protocol.ParseHeader(frame)
+	if err != nil {
+		c.lg.Info("closing connection: unreadable request header", zap.Error(err))
+		return err
+	}
+	if h.ClientID != nil {
+		c.mu.Lock()
+		if c.mu.clientID != *h.ClientID {
+			c.mu.clientID = *h.ClientID
+		}
+		c.mu.Unlock()
+	}
+	a := c.b.idx.lookup(h.Key, h.Version)
+	if a == nil {
+		if h.Key == 18 {
+			// Kafka answers an ApiVersions version it does not know with
+			// UNSUPPORTED_VERSION in a v0 body listing what it supports.
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			c.b.fillApiVersions(resp)
+			return c.enqueue(h.CorrelationID, result{resp: resp})
+		}
+		c.lg.Info("closing connection: unsupported request",
+			zap.String("api", kmsg.NameForKey(h.Key)), zap.Int16("key", h.Key), zap.Int16("version", h.Version),
+			zap.String("client_id", c.clientID()))
+		return errUnsupported
+	}
+	req, err := protocol.ParseBody(h, rest)
+	if err != nil {
+		c.lg.Info("closing connection: unreadable request", zap.String("client_id", c.clientID()), zap.Error(err))
+		return err
+	}
+	if ce := c.lg.Check(zap.DebugLevel, "request"); ce != nil {
+		ce.Write(zap.String("api", kmsg.NameForKey(h.Key)), zap.Int16("version", h.Version), zap.Int32("correlation_id", h.CorrelationID))
+	}
+	res, err := a.handle(c.b, c, req)
+	if err != nil {
+		c.lg.Info("closing connection: handler failed", zap.String("api", kmsg.NameForKey(h.Key)), zap.Error(err))
+		return err
+	}
+	if res.none {
+		return nil
+	}
+	return c.enqueue(h.CorrelationID, res)
+}
+
+var errUnsupported = errors.New("broker: unsupported api key or version")
+
+// enqueue hands a response to the writer, waiting while the connection has
+// MaxInFlightPerConnection responses queued.
+func (c *conn) enqueue(corr int32, res result) error {
+	select {
+	case c.out <- outgoing{corr: corr, res: res}:
+		return nil
+	case <-c.ctx.Done():
+		return c.ctx.Err()
+	}
+}
+
+// writeLoop writes responses in request order.
+func (c *conn) writeLoop() {
+	var buf []byte
+	broken := false
+	for o := range c.out {
+		if o.res.ready != nil {
+			select {
+			case <-o.res.ready:
+			case <-c.ctx.Done():
+				broken = true
+			}
+		}
+		if broken {
+			continue // drain: the connection is gone
+		}
+		buf = protocol.AppendResponse(buf[:0], o.corr, o.res.resp)
+		c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.ConnectionsMaxIdle))
+		if _, err := c.nc.Write(buf); err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				c.lg.Info("closing connection: write failed", zap.Error(err))
+			}
+			broken = true
+			c.cancel()
+			c.nc.Close()
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package broker
+
+// ApiVersions v0–v4 (KIP-35, KIP-511 client software name and version,
+// KIP-584 features). The list is generated from apiTable. An unsupported
+// version is answered by the connection loop with UNSUPPORTED_VERSION in a
+// v0 body, as Kafka does, so that the client can retry with a version it
+// finds there.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleApiVersions(c *conn, req *kmsg.ApiVersionsRequest) (result, error) {
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if req.Version >= 3 && (!validClientSoftware(req.ClientSoftwareName) || !validClientSoftware(req.ClientSoftwareVersion)) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+	}
+	if req.Version >= 3 {
+		c.setClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
+	}
+	b.fillApiVersions(resp)
+	return now(resp)
+}
+
+// fillApiVersions lists every served API key and version range.
+func (b *Broker) fillApiVersions(resp *kmsg.ApiVersionsResponse) {
+	for _, a := range b.apis {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+}
+
+// validClientSoftware is Kafka's rule for the KIP-511 fields: non-empty,
+// letters, digits, '.', '-' and nothing else, starting and ending with a
+// letter or digit.
+func validClientSoftware(s string) bool {
+	if s == "" {
+		return false
+	}
+	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+	if !alnum(s[0]) || !alnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
+}

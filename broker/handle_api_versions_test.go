@@ -1,0 +1,113 @@
+package broker
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+func TestApiVersionsWithKgo(t *testing.T) {
+	srv := newTestServer(t, nil)
+	adm := newAdmin(t, srv)
+	vs, err := adm.ApiVersions(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if v.Err != nil {
+			t.Fatalf("broker %d: %v", v.NodeID, v.Err)
+		}
+		if _, _, ok := v.KeyVersions(18); !ok {
+			t.Fatal("ApiVersions not advertised")
+		}
+	}
+}
+
+// rawRequest sends one request frame and reads one response frame.
+func rawRequest(t *testing.T, addr string, key, version int16, body []byte) []byte {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	frame := binary.BigEndian.AppendUint16(nil, uint16(key))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(version))
+	frame = binary.BigEndian.AppendUint32(frame, 7)     // correlation id
+	frame = binary.BigEndian.AppendUint16(frame, 0xffff) // null client id
+	frame = append(frame, body...)
+	if _, err := nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := protocol.ReadSize(nc, 1<<20)
+	if err != nil {
+		t.Fatalf("read response size: %v", err)
+	}
+	resp, err := protocol.ReadBody(nc, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestApiVersionsUnsupportedVersion: Kafka answers an unknown ApiVersions
+// version with UNSUPPORTED_VERSION in a v0 body that lists its versions.
+func TestApiVersionsUnsupportedVersion(t *testing.T) {
+	srv := newTestServer(t, nil)
+	raw := rawRequest(t, srv.Addr(), 18, 99, nil)
+	if corr := int32(binary.BigEndian.Uint32(raw)); corr != 7 {
+		t.Fatalf("correlation id %d", corr)
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	if err := resp.ReadFrom(raw[4:]); err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) == 0 {
+		t.Fatalf("got error %d with %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	}
+}
+
+// TestUnknownKeyClosesOnlyThatConnection: an unknown API key closes the
+// connection it came on; other clients keep working.
+func TestUnknownKeyClosesOnlyThatConnection(t *testing.T) {
+	srv := newTestServer(t, nil)
+	nc, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	frame := []byte{0, 0, 0, 10, 0x7f, 0x00, 0, 0, 0, 0, 0, 0, 0xff, 0xff}
+	nc.Write(frame)
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("connection not closed: %v", err)
+	}
+	if _, err := newAdmin(t, srv).ApiVersions(testCtx(t)); err != nil {
+		t.Fatalf("other client: %v", err)
+	}
+}
+
+// TestOversizedFrameClosesConnection: a frame above socket.request.max.bytes
+// is refused before anything is allocated for it.
+func TestOversizedFrameClosesConnection(t *testing.T) {
+	srv := newTestServer(t, func(c *Config) { c.MaxRequestBytes = 4096 })
+	nc, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.Write([]byte{0x7f, 0xff, 0xff, 0xff})
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("connection not closed: %v", err)
+	}
+}

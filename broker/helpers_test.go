@@ -1,0 +1,60 @@
+package broker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newTestServer starts an in-process broker on 127.0.0.1:0 with a
+// temporary data directory, closed at cleanup. edit may change settings.
+func newTestServer(t testing.TB, edit func(*Config)) *InProcess {
+	t.Helper()
+	ip, err := StartInProcess(t.TempDir(), edit, WithLogger(zaptest.NewLogger(t)))
+	if err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := ip.Close(); err != nil {
+			t.Errorf("close broker: %v", err)
+		}
+	})
+	return ip
+}
+
+// newClient returns a kgo client for srv, closed at cleanup.
+func newClient(t testing.TB, srv *InProcess, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	opts = append([]kgo.Opt{
+		kgo.SeedBrokers(srv.Addr()),
+		kgo.RequestTimeoutOverhead(5 * time.Second),
+		kgo.RetryTimeout(10 * time.Second),
+	}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// newAdmin returns a kadm client for srv.
+func newAdmin(t testing.TB, srv *InProcess) *kadm.Client {
+	t.Helper()
+	return kadm.NewClient(newClient(t, srv))
+}
+
+// testCtx is a context that ends with the test or after 30 s.
+func testCtx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,65 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes.
+const DefaultMaxRequestBytes = 100 << 20
+
+// ErrFrameTooLarge is returned for a frame whose declared size is negative
+// or above the limit; the connection must be closed (Kafka's
+// InvalidReceiveException).
+var ErrFrameTooLarge = errors.New("protocol: frame size out of range")
+
+// growStep is how much a frame buffer grows per read: a client that
+// claims a large size but sends little never makes the broker allocate
+// more than what arrived plus one step.
+const growStep = 64 << 10
+
+// ReadSize reads the 4-byte size prefix of the next frame and checks it
+// against max before anything is allocated.
+func ReadSize(r io.Reader, max int32) (int32, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, err
+	}
+	n := int32(binary.BigEndian.Uint32(hdr[:]))
+	if n < 0 || n > max {
+		return n, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, max)
+	}
+	return n, nil
+}
+
+// ReadBody reads a frame body of n bytes (from ReadSize) into buf, reusing
+// its capacity. A large body is read in steps, growing the buffer only as
+// bytes actually arrive.
+func ReadBody(r io.Reader, n int32, buf []byte) ([]byte, error) {
+	size := int(n)
+	if cap(buf) >= size || size <= growStep {
+		if cap(buf) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		_, err := io.ReadFull(r, buf)
+		return buf, err
+	}
+	buf = buf[:0]
+	for len(buf) < size {
+		want := min(size-len(buf), max(growStep, len(buf)))
+		if cap(buf)-len(buf) < want {
+			nb := make([]byte, len(buf), len(buf)+want)
+			copy(nb, buf)
+			buf = nb
+		}
+		m, err := io.ReadFull(r, buf[len(buf):len(buf)+want])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
