@@ -137,7 +137,7 @@ func createAbortMarker(dir, path string) error {
 	if err != nil {
 		return fmt.Errorf("fsync abort marker: %w", err)
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // removeAbortMarker deletes the abort file durably: the last step of a
@@ -146,7 +146,7 @@ func removeAbortMarker(dir, path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove abort marker: %w", err)
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // lockDir takes an exclusive flock on path so that two processes never open

@@ -153,7 +153,7 @@ func createMappedFile(dir string, from, size int64, hook func(path string, size 
 		os.Remove(path)
 		return nil, fmt.Errorf("allocate %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		f.Close()
 		os.Remove(path)
 		return nil, err
@@ -466,9 +466,9 @@ func (m *MappedFile) zeroFrom(off int64) error {
 	return nil
 }
 
-// syncDir fsyncs a directory so that a new, renamed or removed name in it is
-// durable.
-func syncDir(dir string) error {
+// SyncDir fsyncs a directory so that a new, renamed or removed name in it
+// is durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("open dir %s: %w", dir, err)

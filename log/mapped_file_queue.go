@@ -239,10 +239,12 @@ func (q *MappedFileQueue) commit(leastPages int) (int64, error) {
 	return where, nil
 }
 
-// truncateAfter cuts the log at global position pos (recovery): later files
-// are removed, the file containing pos is zeroed past it, and every position
-// is set to pos.
-func (q *MappedFileQueue) truncateAfter(pos int64) error {
+// truncateAfter cuts the log at global position pos (recovery): files
+// that start after pos are removed and every position is set to pos. With
+// zero, the rest of the file holding pos is cleared durably (after a crash
+// it may hold a torn tail); after a clean stop nothing was written past pos
+// and the files past it are only the allocator's spares.
+func (q *MappedFileQueue) truncateAfter(pos int64, zero bool) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	old := q.Files()
@@ -251,9 +253,11 @@ func (q *MappedFileQueue) truncateAfter(pos int64) error {
 		switch {
 		case m.from+m.size <= pos:
 			keep = append(keep, m)
-		case m.from <= pos && (pos < m.from+m.size):
-			if err := m.zeroFrom(pos - m.from); err != nil {
-				return err
+		case m.from <= pos:
+			if zero {
+				if err := m.zeroFrom(pos - m.from); err != nil {
+					return err
+				}
 			}
 			m.setPositions(pos - m.from)
 			keep = append(keep, m)
@@ -263,7 +267,7 @@ func (q *MappedFileQueue) truncateAfter(pos int64) error {
 		}
 	}
 	if len(keep) < len(old) {
-		if err := syncDir(q.dir); err != nil {
+		if err := SyncDir(q.dir); err != nil {
 			return err
 		}
 	}
@@ -305,7 +309,7 @@ func (q *MappedFileQueue) deleteBefore(ctx context.Context, pos int64) (int, err
 			return n, err
 		}
 		n++
-		if err := syncDir(q.dir); err != nil {
+		if err := SyncDir(q.dir); err != nil {
 			return n, err
 		}
 	}
@@ -317,35 +321,4 @@ func (q *MappedFileQueue) close() {
 	defer q.mu.Unlock()
 	closeAll(q.Files())
 	q.files.Store(&[]*MappedFile{})
-}
-
-// truncateAfterClean drops files that start after end (spares made ahead
-// by the allocator) and sets the positions of the file holding end, after a
-// clean stop: nothing after end was written, so nothing needs zeroing.
-func (q *MappedFileQueue) truncateAfterClean(end int64) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	old := q.Files()
-	keep := make([]*MappedFile, 0, len(old))
-	for _, m := range old {
-		switch {
-		case m.from+m.size <= end:
-			keep = append(keep, m)
-		case m.from <= end:
-			m.setPositions(end - m.from)
-			keep = append(keep, m)
-		default:
-			m.unlink.Store(true)
-			m.retire()
-		}
-	}
-	if len(keep) < len(old) {
-		if err := syncDir(q.dir); err != nil {
-			return err
-		}
-	}
-	q.files.Store(&keep)
-	q.flushedWhere.Store(end)
-	q.committedWhere.Store(end)
-	return nil
 }

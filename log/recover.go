@@ -148,7 +148,7 @@ func (l *CommitLog) recover(cp Checkpoint, found, crashed bool, replayFrom int64
 // so that the recovered state is durable before anything new is appended.
 func (l *CommitLog) cutAt(end int64, crashed bool) error {
 	if crashed {
-		if err := l.queue.truncateAfter(end); err != nil {
+		if err := l.queue.truncateAfter(end, true); err != nil {
 			return err
 		}
 		for _, m := range l.queue.Files() {
@@ -158,8 +158,7 @@ func (l *CommitLog) cutAt(end int64, crashed bool) error {
 		}
 		return nil
 	}
-	// Clean: nothing after end was ever written; only drop spare files.
-	return l.queue.truncateAfterClean(end)
+	return l.queue.truncateAfter(end, false)
 }
 
 // Iterate calls fn for each entry from global position from (an entry

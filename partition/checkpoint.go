@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	klog "github.com/kbroker/kbroker/log"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -114,7 +115,7 @@ func writeCheckpoint(dir string, cp checkpoint) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("partition: rename checkpoint: %w", err)
 	}
-	return syncDir(dir)
+	return klog.SyncDir(dir)
 }
 
 func writeFileSync(path string, b []byte) error {
@@ -132,18 +133,6 @@ func writeFileSync(path string, b []byte) error {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("partition: close %s: %w", path, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("partition: open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("partition: fsync dir %s: %w", dir, err)
 	}
 	return nil
 }

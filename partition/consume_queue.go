@@ -303,7 +303,7 @@ func cqMkdir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("partition: create consume queue dir %s: %w", dir, err)
 	}
-	return cqSyncDir(filepath.Dir(dir))
+	return log.SyncDir(filepath.Dir(dir))
 }
 
 // load maps and verifies the files of the queue, cutting a torn tail.
@@ -407,7 +407,7 @@ func (q *ConsumeQueue) removeAfterCut(later []int64, invalid *log.MappedFile) er
 		}
 	}
 	if len(later) > 0 || invalid != nil {
-		return cqSyncDir(q.dir)
+		return log.SyncDir(q.dir)
 	}
 	return nil
 }
@@ -966,7 +966,7 @@ func (q *ConsumeQueue) cutLocked(fs []*cqFile, fi, slot int) (sticky bool, err e
 		}
 	}
 	if keep < len(fs) {
-		errs = append(errs, cqSyncDir(q.dir))
+		errs = append(errs, log.SyncDir(q.dir))
 	}
 	// Not sticky: the cut point is durably zeroed, so a file that failed
 	// to go is cut off again by the next open.
@@ -1006,7 +1006,7 @@ func (q *ConsumeQueue) DeleteBefore(offset int64) (int, error) {
 			return i, fmt.Errorf("partition: delete consume queue file %s before offset %d: %w", f.mf.Path(), offset, err)
 		}
 	}
-	if err := cqSyncDir(q.dir); err != nil {
+	if err := log.SyncDir(q.dir); err != nil {
 		return n, err
 	}
 	return n, nil
@@ -1071,7 +1071,7 @@ func (q *ConsumeQueue) Destroy() error {
 	}
 	// The parent may be gone already (the topic's directory removed after
 	// an earlier Destroy); then there is no name left to make durable.
-	if err := cqSyncDir(filepath.Dir(q.dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := log.SyncDir(filepath.Dir(q.dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -1112,18 +1112,4 @@ func cqRecoverFault(old bool, err *error) {
 		}
 		panic(r)
 	}
-}
-
-// cqSyncDir fsyncs a directory so that names created or removed in it are
-// durable.
-func cqSyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("partition: open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("partition: fsync dir %s: %w", dir, err)
-	}
-	return nil
 }

@@ -136,28 +136,25 @@ func (p *Partition) maxTimestampOffset(hw int64) (int64, int64, error) {
 	start := p.logStart.Load()
 	best, bestBase := int64(-1), int64(-1)
 	var hdr [batch.HeaderSize]byte
-	var buf [64]CQEntry
-	for off := start; off < hw; {
-		es := p.cq.Read(off, hw, len(buf), buf[:0])
-		if len(es) == 0 {
-			break
+	var err error
+	p.eachEntry(start, hw, func(e CQEntry) bool {
+		var batchMax int64
+		if batchMax, err = p.batchMaxTimestamp(e, start, hdr[:]); err != nil {
+			return false
 		}
-		for _, e := range es {
-			batchMax, err := p.batchMaxTimestamp(e, start, hdr[:])
-			if err != nil {
-				return -1, -1, err
-			}
-			if batchMax > best {
-				best, bestBase = batchMax, e.BaseOffset
-			}
+		if batchMax > best {
+			best, bestBase = batchMax, e.BaseOffset
 		}
-		off = es[len(es)-1].NextOffset()
+		return true
+	})
+	if err != nil {
+		return -1, -1, err
 	}
 	if bestBase < 0 {
 		return -1, -1, nil
 	}
 	var offset, timestamp int64 = -1, -1
-	err := p.eachBatch(max(bestBase, start), hw, func(b []byte) bool {
+	err = p.eachBatch(max(bestBase, start), hw, func(b []byte) bool {
 		var found bool
 		offset, timestamp, found = firstRecordAtOrAfter(b, start, best)
 		return !found
@@ -196,28 +193,39 @@ func (p *Partition) batchMaxTimestamp(e CQEntry, start int64, hdr []byte) (int64
 	return best, err
 }
 
-// eachBatch copies each visible batch from offset on out of the commit log
-// and calls fn until it returns false. It serves ListOffsets, which is rare
-// and may allocate.
-func (p *Partition) eachBatch(offset, hw int64, fn func(b []byte) bool) error {
-	var buf [16]CQEntry
-	for offset < hw {
-		es := p.cq.Read(offset, hw, len(buf), buf[:0])
+// eachEntry calls fn for each consume-queue entry from the one holding
+// offset up to end (exclusive), until fn returns false. It serves the rare
+// paths (ListOffsets, retention); Read has its own allocation-free loop.
+func (p *Partition) eachEntry(offset, end int64, fn func(CQEntry) bool) {
+	var buf [64]CQEntry
+	for offset < end {
+		es := p.cq.Read(offset, end, len(buf), buf[:0])
 		if len(es) == 0 {
-			return nil
+			return
 		}
 		for _, e := range es {
-			b := make([]byte, e.Size)
-			if err := p.store.clog.CopyAt(b, e.Pos); err != nil {
-				return storageError(fmt.Sprintf("list offsets %s-%d", p.topic, p.index), err)
-			}
-			if !fn(b) {
-				return nil
+			if !fn(e) {
+				return
 			}
 		}
 		offset = es[len(es)-1].NextOffset()
 	}
-	return nil
+}
+
+// eachBatch copies each visible batch from offset on out of the commit log
+// and calls fn until it returns false. It serves ListOffsets, which is rare
+// and may allocate.
+func (p *Partition) eachBatch(offset, hw int64, fn func(b []byte) bool) error {
+	var err error
+	p.eachEntry(offset, hw, func(e CQEntry) bool {
+		b := make([]byte, e.Size)
+		if err = p.store.clog.CopyAt(b, e.Pos); err != nil {
+			err = storageError(fmt.Sprintf("list offsets %s-%d", p.topic, p.index), err)
+			return false
+		}
+		return fn(b)
+	})
+	return err
 }
 
 // firstRecordAtOrAfter returns the batch's first record at or after

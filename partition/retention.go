@@ -69,32 +69,19 @@ func (p *Partition) retentionStart(nowMs int64) int64 {
 // drop are still at least limit (Kafka's rule, per batch).
 func (p *Partition) bytesStart(start, hw, limit int64) int64 {
 	var total int64
-	var buf [64]CQEntry
-	for off := start; off < hw; {
-		es := p.cq.Read(off, hw, len(buf), buf[:0])
-		if len(es) == 0 {
-			break
-		}
-		for _, e := range es {
-			total += int64(e.Size)
-		}
-		off = es[len(es)-1].NextOffset()
-	}
+	p.eachEntry(start, hw, func(e CQEntry) bool {
+		total += int64(e.Size)
+		return true
+	})
 	keep := start
-	for off := start; off < hw && total > limit; {
-		es := p.cq.Read(off, hw, len(buf), buf[:0])
-		if len(es) == 0 {
-			break
+	p.eachEntry(start, hw, func(e CQEntry) bool {
+		if total-int64(e.Size) < limit {
+			return false
 		}
-		for _, e := range es {
-			if total-int64(e.Size) < limit {
-				return keep
-			}
-			total -= int64(e.Size)
-			keep = e.NextOffset()
-		}
-		off = es[len(es)-1].NextOffset()
-	}
+		total -= int64(e.Size)
+		keep = e.NextOffset()
+		return true
+	})
 	return keep
 }
 
