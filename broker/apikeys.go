@@ -17,6 +17,9 @@ type result struct {
 	ready <-chan struct{}
 	// none means the request gets no response (Produce with acks=0).
 	none bool
+	// fetch, instead of resp, is a fetch response whose record data the
+	// writer sends from the commit-log files with sendfile(2).
+	fetch *fetchResult
 }
 
 // now wraps a response that is ready at once.
@@ -54,6 +57,7 @@ type api struct {
 func apiTable() []api {
 	table := []api{
 		{key: 18, min: 0, max: kmsgMax(18), handle: typed((*Broker).handleApiVersions)},
+		{key: 1, min: 4, max: kmsgMax(1), handle: typed((*Broker).handleFetch)},
 	}
 	table = append(table, adminAPIs()...)
 	table = append(table, dataAPIs()...)

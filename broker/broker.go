@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/kbroker/kbroker/flush"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition"
 	"github.com/kbroker/kbroker/topic"
@@ -25,9 +26,11 @@ type Broker struct {
 	apis []api
 	idx  *apiIndex
 
-	topics *topic.Registry
-	store  *partition.Store
-	budget *byteBudget
+	topics   *topic.Registry
+	store    *partition.Store
+	pids     *producerIDManager
+	sessions *fetchSessions
+	budget   *byteBudget
 
 	ln        net.Listener
 	advHost   string
@@ -63,6 +66,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	b.apis = apiTable()
 	b.idx = indexAPIs(b.apis)
 	b.budget = newByteBudget(cfg.QueuedMaxRequestBytes)
+	b.sessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.mu.conns = map[*conn]struct{}{}
 
 	defaults := topic.KafkaDefaults()
@@ -76,6 +80,9 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open topics: %w", err)
 	}
 	b.topics = reg
+	if b.pids, err = openProducerIDs(filepath.Join(cfg.DataDir, "metadata")); err != nil {
+		return nil, fmt.Errorf("broker: open producer ids: %w", err)
+	}
 	mode, _ := cfg.flushMode()
 	var specs []partition.TopicSpec
 	for _, t := range reg.List() {
@@ -86,6 +93,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		Dir:                    cfg.DataDir,
 		Log:                    klog.Config{FileSize: cfg.SegmentBytes},
 		FlushMode:              mode,
+		GroupCommit:            flush.GroupCommitConfig{Timeout: cfg.SyncFlushTimeout},
 		FullValidation:         cfg.FullValidation,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 	}, specs, partition.WithLogger(b.lg))

@@ -61,6 +61,9 @@ type Config struct {
 	// SyncFlushTimeout bounds the wait for a group commit (sync mode); a
 	// produce that waits longer gets REQUEST_TIMED_OUT.
 	SyncFlushTimeout time.Duration `kafka:"kbroker.sync.flush.timeout.ms"`
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots:
+	// how many fetch sessions (KIP-227) the broker keeps; 0 disables them.
+	FetchSessionCacheSlots int `kafka:"max.incremental.fetch.session.cache.slots"`
 	// ClusterID is reported in Metadata and DescribeCluster.
 	ClusterID string `kafka:"cluster.id"`
 	// NodeID is this broker's id.
@@ -85,6 +88,7 @@ func DefaultConfig() Config {
 		RetentionBytes:           -1,
 		RetentionCheckInterval:   5 * time.Minute,
 		SyncFlushTimeout:         5 * time.Second,
+		FetchSessionCacheSlots:   defaultFetchSessionSlots,
 		ClusterID:                "kbroker-cluster",
 		NodeID:                   0,
 	}
@@ -129,6 +133,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MessageMaxBytes < 0 {
 		errs = append(errs, errors.New("message.max.bytes is negative"))
+	}
+	if c.FetchSessionCacheSlots < 0 {
+		errs = append(errs, errors.New("max.incremental.fetch.session.cache.slots is negative"))
 	}
 	if c.SyncFlushTimeout <= 0 {
 		errs = append(errs, errors.New("the sync flush timeout must be positive"))

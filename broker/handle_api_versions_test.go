@@ -41,7 +41,7 @@ func rawRequest(t *testing.T, addr string, key, version int16, body []byte) []by
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	frame := binary.BigEndian.AppendUint16(nil, uint16(key))
 	frame = binary.BigEndian.AppendUint16(frame, uint16(version))
-	frame = binary.BigEndian.AppendUint32(frame, 7)     // correlation id
+	frame = binary.BigEndian.AppendUint32(frame, 7)      // correlation id
 	frame = binary.BigEndian.AppendUint16(frame, 0xffff) // null client id
 	frame = append(frame, body...)
 	if _, err := nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)); err != nil {

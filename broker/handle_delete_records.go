@@ -1,0 +1,64 @@
+package broker
+
+// DeleteRecords v0–v2 (KIP-107; v2 flexible).
+//
+// Each partition's log start offset moves to the requested offset
+// (partition.Partition.DeleteRecords; -1 means the high watermark), and the
+// response carries the new log start offset as the low watermark. An offset
+// below -1 or above the high watermark is OFFSET_OUT_OF_RANGE, an unknown
+// topic or partition UNKNOWN_TOPIC_OR_PARTITION, and internal topics are
+// refused with INVALID_TOPIC_EXCEPTION, as Kafka's
+// ReplicaManager.deleteRecordsOnLocalLog. A failed partition reports low
+// watermark -1 (DeleteRecordsResponse.INVALID_LOW_WATERMARK).
+//
+// The new log start offset is checkpointed before the response; the data
+// itself goes when retention next deletes commit-log files. With one
+// replica there is nothing to wait for, so TimeoutMillis is not used.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/kbroker/kbroker/partition"
+	"github.com/kbroker/kbroker/topic"
+)
+
+func (b *Broker) handleDeleteRecords(c *conn, req *kmsg.DeleteRecordsRequest) (result, error) {
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt, st := &req.Topics[i], &resp.Topics[i]
+		st.Default()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.DeleteRecordsResponseTopicPartition, len(rt.Partitions))
+		t, known := b.topics.Get(rt.Topic)
+		for j := range rt.Partitions {
+			rp, sp := &rt.Partitions[j], &st.Partitions[j]
+			sp.Default()
+			sp.Partition, sp.LowWatermark = rp.Partition, -1
+			if !known {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			p := b.store.Partition(partition.TopicID(t.ID), rp.Partition)
+			switch {
+			case p == nil:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case topic.IsInternal(t.Name):
+				sp.ErrorCode = kerr.InvalidTopicException.Code
+			default:
+				low, err := p.DeleteRecords(rp.Offset)
+				if err != nil {
+					sp.ErrorCode = errorCode(err)
+					if sp.ErrorCode != kerr.OffsetOutOfRange.Code {
+						b.lg.Warn("delete records", zap.String("topic", t.Name), zap.Int32("partition", rp.Partition), zap.Error(err))
+					}
+					continue
+				}
+				sp.LowWatermark = low
+			}
+		}
+	}
+	return now(resp)
+}

@@ -1,0 +1,208 @@
+package broker
+
+// DescribeConfigs v0–v4, as Kafka 4's ConfigHelper.describeConfigs.
+//
+// TOPIC resources: every topic config (topic.Registry.DescribeConfigs) with
+// its effective value and source; an invalid name is
+// INVALID_TOPIC_EXCEPTION, a missing topic UNKNOWN_TOPIC_OR_PARTITION.
+// BROKER resources: named by this broker's id, every setting of Config
+// (Config.Properties, by Kafka property name), read-only since kbroker has
+// no dynamic broker configs, with source STATIC_BROKER_CONFIG when it
+// differs from kbroker's built-in default (DefaultConfig) and
+// DEFAULT_CONFIG otherwise. The empty name asks, as in Kafka, for the
+// cluster-wide dynamic defaults, of which there are none: an empty list.
+// Another id, or a name that is not a number, is INVALID_REQUEST with
+// Kafka's message. Other resource types (BROKER_LOGGER, CLIENT_METRICS,
+// GROUP) are INVALID_REQUEST per resource. ConfigNames, when neither null
+// nor empty, keeps only the configs named (as Kafka, an empty list means
+// all).
+//
+// Deviations from Apache Kafka:
+//   - Broker configs are kbroker's Config settings, some of them named
+//     kbroker.*, not Kafka's ~400 broker properties; they have no
+//     documentation and their only synonyms are themselves (the set value
+//     and the default).
+//   - A topic config's broker synonym is named by its first name
+//     (log.retention.ms), see topic.Configs.Describe.
+//   - v0's is_default is set (source is DEFAULT_CONFIG, or for a topic,
+//     not set on the topic); Kafka leaves it false.
+//
+// Versions: v1 include_synonyms, config source and synonyms (KIP-226); v2
+// throttle; v3 include_documentation, config type and documentation
+// (KIP-569); v4 flexible.
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/topic"
+)
+
+func (b *Broker) handleDescribeConfigs(c *conn, req *kmsg.DescribeConfigsRequest) (result, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for i := range req.Resources {
+		rr := &req.Resources[i]
+		res := kmsg.NewDescribeConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		var err error
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			res.Configs, err = b.describeTopicConfigs(req, rr)
+		case kmsg.ConfigResourceTypeBroker:
+			res.Configs, err = b.describeBrokerConfigs(req, rr)
+		default:
+			err = &topic.Error{Code: kerr.InvalidRequest, Detail: fmt.Sprintf("Unsupported resource type: %s", rr.ResourceType)}
+		}
+		if err != nil {
+			res.ErrorCode, res.ErrorMessage = adminError(c, "describe configs of "+rr.ResourceName, err)
+			res.Configs = nil
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	return now(resp)
+}
+
+// wanted reports whether a config is asked for: all are when the request
+// names none.
+func wanted(rr *kmsg.DescribeConfigsRequestResource, name string) bool {
+	return len(rr.ConfigNames) == 0 || slices.Contains(rr.ConfigNames, name)
+}
+
+// describeTopicConfigs lists one topic's configs.
+func (b *Broker) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, rr *kmsg.DescribeConfigsRequestResource) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+	entries, err := b.topics.DescribeConfigs(rr.ResourceName)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(entries))
+	for _, e := range entries {
+		if !wanted(rr, e.Name) {
+			continue
+		}
+		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+		rc.Name = e.Name
+		if !e.Sensitive {
+			rc.Value = kmsg.StringPtr(e.Value)
+		}
+		rc.ReadOnly = e.ReadOnly
+		rc.IsDefault = e.Source != kmsg.ConfigSourceDynamicTopicConfig
+		rc.Source = e.Source
+		rc.IsSensitive = e.Sensitive
+		rc.ConfigType = e.Type
+		if req.IncludeSynonyms {
+			for _, s := range e.Synonyms {
+				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(s.Name, s.Value, s.Source, e.Sensitive))
+			}
+		}
+		if req.IncludeDocumentation {
+			rc.Documentation = kmsg.StringPtr(e.Doc)
+		}
+		out = append(out, rc)
+	}
+	return out, nil
+}
+
+func configSynonym(name, value string, src kmsg.ConfigSource, sensitive bool) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	s.Name, s.Source = name, src
+	if !sensitive {
+		s.Value = kmsg.StringPtr(value)
+	}
+	return s
+}
+
+// describeBrokerConfigs lists the broker's settings.
+func (b *Broker) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, rr *kmsg.DescribeConfigsRequestResource) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+	if rr.ResourceName == "" {
+		return []kmsg.DescribeConfigsResponseResourceConfig{}, nil // no dynamic defaults
+	}
+	id, err := strconv.ParseInt(rr.ResourceName, 10, 32)
+	if err != nil {
+		return nil, &topic.Error{Code: kerr.InvalidRequest, Detail: "Broker id must be an integer, but it is: " + rr.ResourceName}
+	}
+	if int32(id) != b.cfg.NodeID {
+		return nil, &topic.Error{Code: kerr.InvalidRequest, Detail: fmt.Sprintf(
+			"Unexpected broker id, expected %d or empty string, but received %s", b.cfg.NodeID, rr.ResourceName)}
+	}
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, bc := range b.brokerConfigs() {
+		if !wanted(rr, bc.name) {
+			continue
+		}
+		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+		rc.Name = bc.name
+		rc.Value = kmsg.StringPtr(bc.value)
+		rc.ReadOnly = true
+		rc.Source = kmsg.ConfigSourceDefaultConfig
+		if bc.value != bc.def {
+			rc.Source = kmsg.ConfigSourceStaticBrokerConfig
+		}
+		rc.IsDefault = rc.Source == kmsg.ConfigSourceDefaultConfig
+		rc.ConfigType = bc.typ
+		if req.IncludeSynonyms {
+			// Kafka lists the set value, then the default.
+			if rc.Source == kmsg.ConfigSourceStaticBrokerConfig {
+				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(bc.name, bc.value, rc.Source, false))
+			}
+			rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(bc.name, bc.def, kmsg.ConfigSourceDefaultConfig, false))
+		}
+		out = append(out, rc)
+	}
+	return out, nil
+}
+
+// brokerConfig is one broker setting as DescribeConfigs shows it.
+type brokerConfig struct {
+	name, value, def string
+	typ              kmsg.ConfigType
+}
+
+// brokerConfigs lists the broker's settings sorted by name, each with its
+// value, kbroker's default and its type.
+func (b *Broker) brokerConfigs() []brokerConfig {
+	defs := DefaultConfig()
+	def := make(map[string]string)
+	for _, p := range defs.Properties() {
+		def[p[0]] = p[1]
+	}
+	types := brokerConfigTypes()
+	var out []brokerConfig
+	for _, p := range b.cfg.Properties() {
+		out = append(out, brokerConfig{name: p[0], value: p[1], def: def[p[0]], typ: types[p[0]]})
+	}
+	slices.SortFunc(out, func(x, y brokerConfig) int { return strings.Compare(x.name, y.name) })
+	return out
+}
+
+// brokerConfigTypes maps each Config property name to the type Kafka
+// would report for it (durations are in milliseconds, so LONG).
+var brokerConfigTypes = sync.OnceValue(func() map[string]kmsg.ConfigType {
+	t := reflect.TypeFor[Config]()
+	out := make(map[string]kmsg.ConfigType, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		ct := kmsg.ConfigTypeUnknown
+		switch {
+		case f.Type == reflect.TypeFor[time.Duration]():
+			ct = kmsg.ConfigTypeLong
+		case f.Type.Kind() == reflect.String:
+			ct = kmsg.ConfigTypeString
+		case f.Type.Kind() == reflect.Bool:
+			ct = kmsg.ConfigTypeBoolean
+		case f.Type.Kind() == reflect.Int32, f.Type.Kind() == reflect.Int:
+			ct = kmsg.ConfigTypeInt
+		case f.Type.Kind() == reflect.Int64:
+			ct = kmsg.ConfigTypeLong
+		}
+		out[f.Tag.Get("kafka")] = ct
+	}
+	return out
+})

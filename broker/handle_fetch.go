@@ -1,0 +1,262 @@
+package broker
+
+// Fetch v4–v18, consumers only (replica id -1). Record data is not copied:
+// each partition's batches are held commit-log file ranges, spliced into
+// the response by protocol.EncodeFetchResponse and sent with sendfile(2)
+// by the connection writer, which releases the files afterwards.
+//
+// KIP-74: the first batch of the first partition with data is returned even
+// when larger than the limits, so a consumer always makes progress; after
+// it, batches are added while max_bytes and partition_max_bytes allow.
+// Long polling: with fewer than min_bytes available the request parks
+// until the high watermark of one of its partitions moves or max_wait_ms
+// passes; the connection keeps reading other requests meanwhile.
+//
+// Fetch sessions (KIP-227, v7+) are in fetch_session.go.
+//
+// Differences from Kafka: read_committed reads up to the high watermark (no
+// transactions yet, so the last stable offset equals it). Batches are never
+// cut mid-batch.
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/partition"
+	"github.com/kbroker/kbroker/protocol"
+)
+
+// fetchResult is a fetch response ready to send: the encoded frame and the
+// file ranges it holds.
+type fetchResult struct {
+	frame  protocol.FetchFrame
+	ranges []partition.Range
+}
+
+// release lets the held files go.
+func (f *fetchResult) release() {
+	partition.ReleaseRanges(f.ranges)
+	f.ranges = f.ranges[:0]
+}
+
+// fetchPart is one requested partition.
+type fetchPart struct {
+	topic    int // index into plan.topics
+	key      sessionKey
+	index    int32
+	p        *partition.Partition
+	errCode  int16
+	offset   int64
+	maxBytes int64
+	lastHW   int64
+	out      protocol.FetchPartition
+}
+
+// fetchPlan is a decoded fetch request.
+type fetchPlan struct {
+	version  int16
+	maxBytes int64
+	minBytes int64
+	topics   []protocol.FetchTopic
+	parts    []fetchPart
+	sr       sessionRequest
+}
+
+func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
+	sr := b.openSession(req)
+	fr := &fetchResult{}
+	if sr.errCode != 0 {
+		resp := protocol.FetchResponse{Version: req.Version, ErrorCode: sr.errCode}
+		protocol.EncodeFetchResponse(&fr.frame, 0, &resp)
+		return result{fetch: fr}, nil
+	}
+	topics := req.Topics
+	if sr.incremental {
+		sr.session.mu.Lock()
+		topics = sr.session.topics()
+		sr.session.mu.Unlock()
+	}
+	plan := b.planFetch(req, topics)
+	plan.sr = sr
+	total, anyErr := b.readFetch(plan, fr)
+	b.assembleFetch(plan, fr)
+	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	if total >= plan.minBytes || anyErr || wait <= 0 || len(plan.parts) == 0 {
+		b.encodeFetch(req, plan, fr)
+		return result{fetch: fr}, nil
+	}
+	// Park: let the files go, wait for data, then read again.
+	fr.release()
+	ready := make(chan struct{})
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer close(ready)
+		b.parkFetch(c, plan, wait)
+		b.readFetch(plan, fr)
+		b.assembleFetch(plan, fr)
+		b.encodeFetch(req, plan, fr)
+	}()
+	return result{fetch: fr, ready: ready}, nil
+}
+
+// planFetch resolves the requested topics and partitions.
+func (b *Broker) planFetch(req *kmsg.FetchRequest, topics []kmsg.FetchRequestTopic) *fetchPlan {
+	plan := &fetchPlan{version: req.Version, maxBytes: int64(req.MaxBytes), minBytes: int64(req.MinBytes)}
+	if plan.maxBytes <= 0 {
+		plan.maxBytes = 1<<31 - 1
+	}
+	consumer := req.ReplicaID < 0 && (req.Version < 15 || req.ReplicaState.ID < 0)
+	for i := range topics {
+		rt := &topics[i]
+		ft := protocol.FetchTopic{Topic: rt.Topic, TopicID: rt.TopicID}
+		var id partition.TopicID
+		errCode := int16(0)
+		if req.Version >= 13 {
+			if t, ok := b.topics.ByID(rt.TopicID); ok {
+				id, ft.Topic = partition.TopicID(t.ID), t.Name
+			} else {
+				errCode = kerr.UnknownTopicID.Code
+			}
+		} else if t, ok := b.topics.Get(rt.Topic); ok {
+			id = partition.TopicID(t.ID)
+		} else {
+			errCode = kerr.UnknownTopicOrPartition.Code
+		}
+		ti := len(plan.topics)
+		plan.topics = append(plan.topics, ft)
+		for _, rp := range rt.Partitions {
+			fp := fetchPart{topic: ti, key: keyFor(req.Version, rt, rp.Partition), index: rp.Partition,
+				offset: rp.FetchOffset, maxBytes: int64(rp.PartitionMaxBytes), errCode: errCode}
+			switch {
+			case errCode != 0:
+			case !consumer:
+				fp.errCode = kerr.NotLeaderForPartition.Code
+			default:
+				fp.p = b.store.Partition(id, rp.Partition)
+				if fp.p == nil {
+					fp.errCode = kerr.UnknownTopicOrPartition.Code
+				} else if rp.CurrentLeaderEpoch > 0 {
+					// The only leader epoch here is 0: a newer one is from
+					// a future this broker does not know.
+					fp.errCode = kerr.UnknownLeaderEpoch.Code
+				}
+			}
+			plan.parts = append(plan.parts, fp)
+		}
+	}
+	return plan
+}
+
+// readFetch reads every partition of the plan into fr under the byte
+// limits; it reports the bytes read and whether any partition failed.
+func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
+	fr.release()
+	remaining := plan.maxBytes
+	var total int64
+	anyErr := false
+	for i := range plan.parts {
+		fp := &plan.parts[i]
+		out := protocol.FetchPartition{Partition: fp.index, ErrorCode: fp.errCode,
+			HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1}
+		if fp.errCode == 0 {
+			limit := min(fp.maxBytes, remaining)
+			start := len(fr.ranges)
+			res, rs, err := fp.p.Read(fp.offset, limit, total == 0, fr.ranges)
+			fr.ranges = rs
+			if err != nil {
+				out.ErrorCode = errorCode(err)
+				if out.ErrorCode != kerr.OffsetOutOfRange.Code {
+					out.HighWatermark, out.LastStableOffset, out.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+				}
+				anyErr = true
+			} else {
+				out.HighWatermark, out.LastStableOffset, out.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+				for _, r := range fr.ranges[start:] {
+					out.Ranges = append(out.Ranges, protocol.FetchRange{Handle: r.File, Offset: r.Offset, Len: r.Len})
+				}
+				total += res.Bytes
+				remaining -= res.Bytes
+			}
+			fp.lastHW = res.HighWatermark
+		} else {
+			anyErr = true
+		}
+		fp.out = out
+	}
+	return total, anyErr
+}
+
+// assembleFetch groups the partitions' answers into topics. In an
+// incremental session response only partitions with data, an error or
+// changed watermarks are included (KIP-227); every answered partition's
+// watermarks are remembered in the session. It reports whether anything
+// is included.
+func (b *Broker) assembleFetch(plan *fetchPlan, fr *fetchResult) bool {
+	for i := range plan.topics {
+		plan.topics[i].Partitions = plan.topics[i].Partitions[:0]
+	}
+	s := plan.sr.session
+	if s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	news := false
+	for i := range plan.parts {
+		fp := &plan.parts[i]
+		o := fp.out
+		if s != nil {
+			sp := s.parts[fp.key]
+			if sp != nil {
+				changed := !sp.sent || o.ErrorCode != 0 || len(o.Ranges) > 0 ||
+					sp.hw != o.HighWatermark || sp.lso != o.LastStableOffset || sp.logStart != o.LogStartOffset
+				sp.sent, sp.hw, sp.lso, sp.logStart = true, o.HighWatermark, o.LastStableOffset, o.LogStartOffset
+				if plan.sr.incremental && !changed {
+					continue
+				}
+			}
+		}
+		news = true
+		t := &plan.topics[fp.topic]
+		t.Partitions = append(t.Partitions, o)
+	}
+	return news
+}
+
+// parkFetch waits until the high watermark of a partition moves past
+// what the last read saw, the wait ends, the connection closes, or the
+// broker stops. It blocks on channels only: no polling.
+func (b *Broker) parkFetch(c *conn, plan *fetchPlan, wait time.Duration) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.stop)},
+	}
+	for _, fp := range plan.parts {
+		if fp.p != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(fp.p.Wait(fp.lastHW))})
+		}
+	}
+	reflect.Select(cases)
+}
+
+// encodeFetch builds the response frame; the writer patches in the
+// correlation id. Topics left without partitions (incremental sessions)
+// are dropped.
+func (b *Broker) encodeFetch(req *kmsg.FetchRequest, plan *fetchPlan, fr *fetchResult) {
+	resp := protocol.FetchResponse{Version: req.Version}
+	if plan.sr.session != nil {
+		resp.SessionID = plan.sr.session.id
+	}
+	for _, t := range plan.topics {
+		if len(t.Partitions) > 0 || !plan.sr.incremental {
+			resp.Topics = append(resp.Topics, t)
+		}
+	}
+	protocol.EncodeFetchResponse(&fr.frame, 0, &resp)
+}

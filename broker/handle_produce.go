@@ -1,0 +1,265 @@
+package broker
+
+// Produce v3–v13: record batches of magic 2 only, as Kafka 4 (KIP-896
+// removed v0–v2 and message formats 0 and 1).
+//
+// Per version: v3 RecordBatch and TransactionalID (KIP-98); v5
+// LogStartOffset (KIP-107); v7 zstd (KIP-110); v8 RecordErrors and
+// ErrorMessage (KIP-467); v9 flexible (KIP-482); v10 CurrentLeader and
+// NodeEndpoints (KIP-951, never needed on one node: NOT_LEADER_OR_FOLLOWER is
+// never answered); v11 TRANSACTION_ABORTABLE (KIP-890, never answered
+// without transactions); v12 implicit AddPartitionsToTxn (KIP-890 part 2,
+// likewise unused); v13 topics by id (KIP-516: an unknown id is
+// UNKNOWN_TOPIC_ID).
+//
+// Each partition's batch is validated, appended and stamped by
+// partition.Partition.Append; its errors wrap the Kafka code and become the
+// partition's ErrorCode. A per-record failure (*batch.Error with a record
+// index) is reported in RecordErrors with that index, and the partition's
+// log start offset, as Kafka's RecordValidationException. An idempotent
+// retry of one of the producer's last 5 batches is answered with the
+// original offsets and no error, as Kafka's UnifiedLog does with the cached
+// batch metadata (DUPLICATE_SEQUENCE_NUMBER is not sent by modern brokers).
+//
+// acks: 1 answers once the batches are appended. -1 in sync flush mode
+// waits until the commit log is durable past every appended batch (one
+// group-commit request for the largest position; the response is pending and
+// later requests on the connection keep being read); the sync flush timeout
+// or a flush failure turns every partition that was appended into
+// REQUEST_TIMED_OUT or KAFKA_STORAGE_ERROR. With one replica, -1 needs
+// nothing more. 0 sends no response, and when any partition failed the
+// connection is closed, as Kafka does (KafkaApis.handleProduceRequest) so
+// that the client notices and refreshes its metadata. Any other acks value
+// is INVALID_REQUIRED_ACKS for every partition of a known topic.
+//
+// Transactions are not implemented. A request holding a transactional batch
+// gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition and appends
+// nothing: what Kafka answers when the transactional id is null or the ACLs
+// deny it (KafkaApis.handleProduceRequest), and the code InitProducerId gives
+// for every transactional id (see handle_init_producer_id.go).
+//
+// Deviations from Kafka: TimeoutMillis is not used (acks=-1 waits for the
+// flush, bounded by the sync flush timeout); ErrorMessage (v8+) is filled
+// for every failed append, where Kafka sends it only with RecordErrors; on a
+// flush failure every appended partition of the request gets the error,
+// since one flush covers them all. Topics are never created by Produce
+// (neither are they by Kafka; clients create them through Metadata).
+// Internal topics take writes only from the client id "__admin_client",
+// otherwise INVALID_TOPIC_EXCEPTION, as Kafka.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/kbroker/kbroker/partition"
+	"github.com/kbroker/kbroker/partition/batch"
+	"github.com/kbroker/kbroker/topic"
+)
+
+// internalWriterClientID may write to internal topics (Kafka's
+// AdminUtils.ADMIN_CLIENT_ID).
+const internalWriterClientID = "__admin_client"
+
+func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	parts := b.produceResponseShape(req, resp)
+	if hasTransactionalBatch(req) {
+		for i := range parts {
+			parts[i].ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		}
+		return b.produceResult(req, resp, true, 0)
+	}
+	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	nowMs := time.Now().UnixMilli()
+	failed := false
+	var maxEnd int64
+	for i := range req.Topics {
+		rt, st := &req.Topics[i], &resp.Topics[i]
+		t, code := b.produceTopic(c, req.Version, rt)
+		for j := range rt.Partitions {
+			rp, sp := &rt.Partitions[j], &st.Partitions[j]
+			if code != 0 {
+				sp.ErrorCode = code
+				failed = true
+				continue
+			}
+			p := b.store.Partition(partition.TopicID(t.ID), rp.Partition)
+			switch {
+			case p == nil:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				failed = true
+				continue
+			case !validAcks:
+				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				failed = true
+				continue
+			}
+			res, err := p.Append(rp.Records, req.Version, nowMs)
+			if err != nil {
+				b.setProduceError(sp, req.Version, p, err)
+				failed = true
+				continue
+			}
+			sp.BaseOffset = res.BaseOffset
+			sp.LogAppendTime = res.LogAppendTime
+			sp.LogStartOffset = res.LogStartOffset
+			maxEnd = max(maxEnd, res.End)
+		}
+	}
+	return b.produceResult(req, resp, failed, maxEnd)
+}
+
+// produceResponseShape fills resp with one entry per requested topic and
+// partition, in request order, and returns all partition entries. Two
+// allocations whatever the number of partitions.
+func (b *Broker) produceResponseShape(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) []kmsg.ProduceResponseTopicPartition {
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	parts := make([]kmsg.ProduceResponseTopicPartition, n)
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	k := 0
+	for i := range req.Topics {
+		rt, st := &req.Topics[i], &resp.Topics[i]
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = parts[k : k+len(rt.Partitions) : k+len(rt.Partitions)]
+		for j := range rt.Partitions {
+			sp := &st.Partitions[j]
+			sp.Default()
+			sp.Partition = rt.Partitions[j].Partition
+			sp.BaseOffset = -1
+		}
+		k += len(rt.Partitions)
+	}
+	return parts
+}
+
+// produceTopic finds a produce request's topic, by name or (v13+) by id,
+// or returns the error code for all its partitions.
+func (b *Broker) produceTopic(c *conn, version int16, rt *kmsg.ProduceRequestTopic) (topic.Topic, int16) {
+	var (
+		t  topic.Topic
+		ok bool
+	)
+	if version >= 13 {
+		if t, ok = b.topics.ByID(topic.ID(rt.TopicID)); !ok {
+			return t, kerr.UnknownTopicID.Code
+		}
+	} else if t, ok = b.topics.Get(rt.Topic); !ok {
+		return t, kerr.UnknownTopicOrPartition.Code
+	}
+	if topic.IsInternal(t.Name) && c.clientID() != internalWriterClientID {
+		return t, kerr.InvalidTopicException.Code
+	}
+	return t, 0
+}
+
+// hasTransactionalBatch reports whether any partition's records start with
+// a batch header whose transactional bit is set (Kafka's
+// ProduceRequest.hasTransactionalRecords). Anything too short to tell is
+// left to validation.
+func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
+	for i := range req.Topics {
+		for j := range req.Topics[i].Partitions {
+			r := req.Topics[i].Partitions[j].Records
+			if len(r) >= batch.AttributesOffset+2 && r[batch.AttributesOffset+1]&batch.AttrTransactional != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// setProduceError records a failed append: the code, for v8+ the message
+// and, for a bad record, its index (KIP-467). Like Kafka, a refused batch
+// reports no log start offset (-1), while record and producer-state errors
+// report the partition's.
+func (b *Broker) setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, p *partition.Partition, err error) {
+	sp.ErrorCode = errorCode(err)
+	if sp.ErrorCode == kerr.UnknownServerError.Code {
+		b.lg.Error("produce", zap.String("topic", p.Topic()), zap.Int32("partition", p.Index()), zap.Error(err))
+	}
+	if version >= 8 {
+		sp.ErrorMessage = errorMessage(err)
+	}
+	var be *batch.Error
+	switch {
+	case errors.As(err, &be):
+		if be.Record < 0 {
+			return
+		}
+		sp.LogStartOffset = p.LogStartOffset()
+		if version >= 8 {
+			rec := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+			rec.RelativeOffset = int32(be.Record)
+			rec.ErrorMessage = &be.Reason
+			sp.ErrorRecords = append(sp.ErrorRecords, rec)
+		}
+	case sp.ErrorCode != kerr.KafkaStorageError.Code:
+		sp.LogStartOffset = p.LogStartOffset()
+	}
+}
+
+// produceResult hands the response to the connection according to acks.
+// maxEnd is the largest commit-log position appended to (0: none).
+func (b *Broker) produceResult(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, failed bool, maxEnd int64) (result, error) {
+	switch {
+	case req.Acks == 0 && failed:
+		return result{}, fmt.Errorf("broker: produce with acks=0 failed: %s", firstProduceError(resp))
+	case req.Acks == 0:
+		return result{none: true}, nil
+	case req.Acks != -1 || maxEnd == 0 || b.store.FlushMode() != partition.FlushSync:
+		return now(resp)
+	}
+	ready := make(chan struct{})
+	version := req.Version
+	// From here on resp belongs to the callback until ready is closed.
+	b.store.SubmitDurable(maxEnd, func(err error) {
+		if err != nil {
+			failProduceDurability(resp, version, err)
+		}
+		close(ready)
+	})
+	return result{resp: resp, ready: ready}, nil
+}
+
+// failProduceDurability gives every appended partition the error of the flush
+// that was to make it durable.
+func failProduceDurability(resp *kmsg.ProduceResponse, version int16, err error) {
+	code := errorCode(err)
+	var msg *string
+	if version >= 8 {
+		msg = errorMessage(err)
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			sp := &resp.Topics[i].Partitions[j]
+			if sp.ErrorCode == 0 {
+				sp.ErrorCode, sp.ErrorMessage = code, msg
+			}
+		}
+	}
+}
+
+// firstProduceError describes the first failed partition, for the log line
+// of a connection closed after an acks=0 failure.
+func firstProduceError(resp *kmsg.ProduceResponse) string {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				name := t.Topic
+				if name == "" {
+					name = topic.ID(t.TopicID).String()
+				}
+				return fmt.Sprintf("%s-%d: %s", name, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
+	}
+	return "unknown error"
+}
