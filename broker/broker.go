@@ -75,6 +75,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	defaults.RetentionBytes = cfg.RetentionBytes
 	defaults.MaxMessageBytes = int32(cfg.MessageMaxBytes)
 	defaults.SegmentBytes = int32(cfg.SegmentBytes)
+	defaults.Explicit = cfg.changedProperties()
 	reg, err := topic.Open(filepath.Join(cfg.DataDir, "metadata"), defaults, topic.WithOnChange(b.onTopicChange))
 	if err != nil {
 		return nil, fmt.Errorf("broker: open topics: %w", err)

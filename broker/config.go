@@ -225,6 +225,24 @@ func (c *Config) LoadProperties(r io.Reader) error {
 	return errors.Join(errs...)
 }
 
+// changedProperties names the settings whose values differ from
+// DefaultConfig's: what DescribeConfigs reports as STATIC_BROKER_CONFIG,
+// for the broker and for topic configs that inherit them.
+func (c *Config) changedProperties() map[string]bool {
+	def := DefaultConfig()
+	defs := map[string]string{}
+	for _, p := range def.Properties() {
+		defs[p[0]] = p[1]
+	}
+	out := map[string]bool{}
+	for _, p := range c.Properties() {
+		if defs[p[0]] != p[1] {
+			out[p[0]] = true
+		}
+	}
+	return out
+}
+
 // Properties lists every setting as name=value, for the start-up log and
 // DescribeConfigs of the broker.
 func (c *Config) Properties() [][2]string {
