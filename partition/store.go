@@ -385,29 +385,40 @@ func (s *Store) startFlush() {
 }
 
 // published is called under p.mu after an append: in async mode the batch
-// is visible at once; otherwise it waits for its flush or commit.
+// is visible at once; otherwise it waits for its flush (sync) or commit
+// (pool). The partition is registered as waiting before the position is
+// checked again, so a flush or commit that lands in between cannot be
+// missed: either its hook finds the partition registered, or the check
+// below sees its position.
 func (s *Store) published(p *Partition, end, next int64) {
-	switch s.cfg.FlushMode {
-	case FlushAsync:
+	if s.cfg.FlushMode == FlushAsync {
 		p.setHighWatermark(next)
 		return
-	case FlushSync:
-		if s.clog.FlushedPosition() >= end {
-			p.setHighWatermark(next)
-			return
-		}
-	case FlushAsyncPool:
-		s.committer.Wake() // RocketMQ's wakeCommitWhenPutMessage
+	}
+	if s.visiblePosition() >= end {
+		p.setHighWatermark(next)
+		return
 	}
 	if p.addPending(end, next) {
 		s.vis.Lock()
 		s.vis.waiting = append(s.vis.waiting, p)
 		s.vis.Unlock()
 	}
-	if s.cfg.FlushMode == FlushSync && s.clog.FlushedPosition() >= end {
-		// A flush finished between the check and the queueing.
-		s.reveal(s.clog.FlushedPosition())
+	if s.cfg.FlushMode == FlushAsyncPool {
+		s.committer.Wake() // RocketMQ's wakeCommitWhenPutMessage
 	}
+	if pos := s.visiblePosition(); pos >= end {
+		s.reveal(pos)
+	}
+}
+
+// visiblePosition is the commit-log position up to which data may be
+// visible: flushed in sync mode, committed (in the files) in pool mode.
+func (s *Store) visiblePosition() int64 {
+	if s.cfg.FlushMode == FlushSync {
+		return s.clog.FlushedPosition()
+	}
+	return s.clog.ReadPosition()
 }
 
 // reveal is the flush (sync) or commit (pool) hook: every pending batch
