@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/kbroker/kbroker/broker"
+)
+
+// shutdownTimeout bounds a graceful stop: in-flight requests that have not
+// finished by then lose their connection, and the store is closed anyway.
+const shutdownTimeout = 30 * time.Second
+
+// run is the whole command: parse args, start the broker, print the
+// listening line to stdout, and stop cleanly when ctx ends or on SIGINT or
+// SIGTERM. A second signal during the stop makes run return at once with an
+// error (the process then exits 1 without a clean stop; the next start
+// recovers the store).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseArgs(args, stderr)
+	if err != nil {
+		return err
+	}
+	lg := newLogger(stderr, o.logLevel, o.logJSON)
+	defer func() { _ = lg.Sync() }() // a failed sync of stderr is nothing to act on
+
+	// Signals are caught from here on: one that arrives while the store is
+	// being opened (recovery may take a while) still counts.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	fields := make([]zap.Field, 0, 24)
+	for _, p := range o.cfg.Properties() {
+		fields = append(fields, zap.String(p[0], p[1]))
+	}
+	lg.Info("starting kbroker", fields...)
+
+	b, err := openBroker(ctx, o.cfg, lg, sigs)
+	if err != nil {
+		return err
+	}
+	if err := b.Start(); err != nil {
+		return errors.Join(err, stop(ctx, b)) // release the store cleanly
+	}
+	if _, err := fmt.Fprintf(stdout, "kbroker listening on %s\n", b.Addr()); err != nil {
+		return errors.Join(fmt.Errorf("write to stdout: %w", err), stop(ctx, b))
+	}
+
+	select {
+	case <-ctx.Done():
+		lg.Info("shutting down", zap.NamedError("reason", context.Cause(ctx)))
+	case s := <-sigs:
+		lg.Info("shutting down (a second signal exits at once)", zap.Stringer("signal", s))
+	}
+	done := make(chan error, 1)
+	go func() { done <- stop(ctx, b) }()
+	select {
+	case err := <-done:
+		return err
+	case s := <-sigs:
+		return fmt.Errorf("%v during shutdown: exiting without a clean stop", s)
+	}
+}
+
+// openBroker opens the store (and recovers it after a crash) while
+// watching for a signal, which abandons the start. When ctx ends instead,
+// the broker is opened and closed again so that nothing is left running.
+func openBroker(ctx context.Context, cfg broker.Config, lg *zap.Logger, sigs <-chan os.Signal) (*broker.Broker, error) {
+	type opened struct {
+		b   *broker.Broker
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		b, err := broker.New(cfg, broker.WithLogger(lg))
+		ch <- opened{b, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.b, r.err
+	case s := <-sigs:
+		return nil, fmt.Errorf("%v while opening the store: exiting", s)
+	case <-ctx.Done():
+		r := <-ch
+		if r.err == nil {
+			r.err = stop(ctx, r.b)
+		}
+		return nil, errors.Join(context.Cause(ctx), r.err)
+	}
+}
+
+// stop shuts b down gracefully, waiting at most shutdownTimeout.
+func stop(ctx context.Context, b *broker.Broker) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := b.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// newLogger is zap's production logger (sampling, stack traces from Error
+// up) writing to w, in JSON or, for people, the console encoding.
+func newLogger(w io.Writer, level zapcore.Level, json bool) *zap.Logger {
+	ec := zap.NewProductionEncoderConfig()
+	var enc zapcore.Encoder
+	if json {
+		enc = zapcore.NewJSONEncoder(ec)
+	} else {
+		ec.EncodeTime = zapcore.ISO8601TimeEncoder
+		ec.EncodeLevel = zapcore.CapitalLevelEncoder
+		ec.EncodeDuration = zapcore.StringDurationEncoder
+		enc = zapcore.NewConsoleEncoder(ec)
+	}
+	ws := zapcore.Lock(zapcore.AddSync(w))
+	core := zapcore.NewSamplerWithOptions(zapcore.NewCore(enc, ws, level), time.Second, 100, 100)
+	return zap.New(core, zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel), zap.ErrorOutput(ws))
+}
+
+// options is everything the command line decides.
+type options struct {
+	cfg      broker.Config
+	logLevel zapcore.Level
+	logJSON  bool
+}
+
+// setting is a flag that sets one broker.Config field, named by its Kafka
+// property; the value is checked when the flag is parsed and applied after
+// the config file, so an explicit flag overrides the file.
+type setting struct {
+	prop   string
+	value  string
+	isBool bool
+	// check further restricts values that Config.Set would accept.
+	check func(string) error
+}
+
+func (s *setting) String() string   { return s.value }
+func (s *setting) IsBoolFlag() bool { return s.isBool }
+
+func (s *setting) Set(v string) error {
+	c := broker.DefaultConfig()
+	if err := c.Set(s.prop, v); err != nil {
+		return err
+	}
+	if s.check != nil {
+		if err := s.check(v); err != nil {
+			return err
+		}
+	}
+	s.value = v
+	return nil
+}
+
+// oneOf accepts only the listed values.
+func oneOf(values ...string) func(string) error {
+	return func(v string) error {
+		for _, ok := range values {
+			if v == ok {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of %s", v, strings.Join(values, ", "))
+	}
+}
+
+// settingFlags are the Config fields with flags of their own, in the order
+// of the usage text. The rest are set with --config.
+var settingFlags = []struct {
+	flag, prop, usage string
+	isBool            bool
+	check             func(string) error
+}{
+	{flag: "listen", prop: "listeners", usage: "`address` to listen on, host:port (port 0 picks a free one)"},
+	{flag: "advertised-listener", prop: "advertised.listeners", usage: "`host:port` clients are told to connect to (default: the address listened on)"},
+	{flag: "data-dir", prop: "log.dirs", usage: "`directory` for the commit log, consume queues and metadata"},
+	{flag: "flush", prop: "kbroker.flush.mode", usage: "flush `mode`: sync (group commit before acknowledging), async (page cache) or pool (transient store pool)", check: oneOf("sync", "async", "pool")},
+	{flag: "segment-bytes", prop: "log.segment.bytes", usage: "size of each commit-log file in `bytes` (a multiple of 4096, 1 MiB to 1 GiB)"},
+	{flag: "default-partitions", prop: "num.partitions", usage: "`partitions` of auto-created topics and of CreateTopics with -1"},
+	{flag: "auto-create-topics", prop: "auto.create.topics.enable", isBool: true, usage: "create a topic when a client produces to or asks metadata for one that does not exist"},
+}
+
+// parseArgs turns the command line into options: defaults, then the config
+// file, then the flags given explicitly. The result has been validated.
+func parseArgs(args []string, stderr io.Writer) (options, error) {
+	o := options{logLevel: zapcore.InfoLevel}
+	fs := flag.NewFlagSet("kbroker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned; usage is printed for -h only
+
+	defaults := map[string]string{}
+	def := broker.DefaultConfig()
+	for _, p := range def.Properties() {
+		defaults[p[0]] = p[1]
+	}
+	settings := map[string]*setting{}
+	for _, sf := range settingFlags {
+		s := &setting{prop: sf.prop, value: defaults[sf.prop], isBool: sf.isBool, check: sf.check}
+		settings[sf.flag] = s
+		fs.Var(s, sf.flag, sf.usage+" ("+sf.prop+")")
+	}
+	configFile := fs.String("config", "", "`file` of key=value lines with Kafka property names (server.properties); flags override it")
+	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	logFormat := fs.String("log-format", "console", "log `format`: console or json")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "Usage: kbroker [flags]\n\nA single-node Kafka-compatible broker. Flags:\n\n")
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+		}
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q (run kbroker -h for usage)", fs.Args())
+	}
+
+	switch *logLevel {
+	case "debug", "info", "warn", "error":
+		if err := o.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
+			return o, err
+		}
+	default:
+		return o, fmt.Errorf("invalid value %q for flag -log-level: must be debug, info, warn or error", *logLevel)
+	}
+	switch *logFormat {
+	case "console":
+	case "json":
+		o.logJSON = true
+	default:
+		return o, fmt.Errorf("invalid value %q for flag -log-format: must be console or json", *logFormat)
+	}
+
+	o.cfg = broker.DefaultConfig()
+	if *configFile != "" {
+		if err := loadConfigFile(&o.cfg, *configFile); err != nil {
+			return o, err
+		}
+	}
+	var errs []error
+	fs.Visit(func(f *flag.Flag) {
+		if s, ok := settings[f.Name]; ok {
+			if err := o.cfg.Set(s.prop, s.value); err != nil {
+				errs = append(errs, fmt.Errorf("flag -%s: %w", f.Name, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return o, err
+	}
+	if err := o.cfg.Validate(); err != nil {
+		return o, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return o, nil
+}
+
+func loadConfigFile(cfg *broker.Config, name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	if err := cfg.LoadProperties(f); err != nil {
+		return fmt.Errorf("config file %s: %w", name, err)
+	}
+	return nil
+}
