@@ -1,0 +1,143 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"testing"
+)
+
+func TestReadSize(t *testing.T) {
+	const limit = 1 << 20
+	sized := func(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
+	tests := []struct {
+		name    string
+		in      []byte
+		want    int32
+		wantErr error
+	}{
+		{"zero", sized(0), 0, nil},
+		{"small", sized(42), 42, nil},
+		{"exactly the limit", sized(limit), limit, nil},
+		{"one above the limit", sized(limit + 1), 0, ErrFrameTooLarge},
+		{"max int32", sized(math.MaxInt32), 0, ErrFrameTooLarge},
+		{"minus one", sized(0xffffffff), 0, ErrFrameTooLarge},
+		{"min int32", sized(0x80000000), 0, ErrFrameTooLarge},
+		{"nothing", nil, 0, io.EOF},
+		{"short", []byte{0, 0}, 0, io.ErrUnexpectedEOF},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadSize(bytes.NewReader(tt.in), limit)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("ReadSize: got error %v, want %v", err, tt.wantErr)
+			}
+			if err == nil && got != tt.want {
+				t.Fatalf("ReadSize: got %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// claimReader delivers n bytes and then io.EOF, however much is asked.
+type claimReader struct{ n int }
+
+func (r *claimReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	m := min(len(p), r.n)
+	for i := range p[:m] {
+		p[i] = byte(i)
+	}
+	r.n -= m
+	return m, nil
+}
+
+// TestReadBodyGrowsAsBytesArrive: a client that declares a 50 MiB frame
+// and sends 10 KiB must not make the broker allocate 50 MiB.
+func TestReadBodyGrowsAsBytesArrive(t *testing.T) {
+	const claimed, sent = 50 << 20, 10 << 10
+	var buf []byte
+	var err error
+	alloc := allocBytes(func() { buf, err = ReadBody(&claimReader{n: sent}, claimed, nil) })
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("ReadBody: got error %v, want io.ErrUnexpectedEOF", err)
+	}
+	if len(buf) != sent {
+		t.Errorf("ReadBody returned %d bytes, want the %d that arrived", len(buf), sent)
+	}
+	if alloc >= 1<<20 {
+		t.Errorf("ReadBody of a frame claiming %d bytes with %d sent allocated %d bytes, want < 1 MiB", claimed, sent, alloc)
+	}
+}
+
+// chunkReader hands out its data at most step bytes per Read, as a socket
+// does.
+type chunkReader struct {
+	data []byte
+	step int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.step)], r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func TestReadBody(t *testing.T) {
+	for _, size := range []int{0, 1, growStep - 1, growStep, growStep + 1, 3*growStep + 17, 5 << 20} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		got, err := ReadBody(&chunkReader{data: data, step: 7919}, int32(size), nil)
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("size %d: body differs", size)
+		}
+		// Only the frame is consumed: what follows stays in the reader.
+		r := io.MultiReader(bytes.NewReader(data), bytes.NewReader([]byte("next")))
+		if _, err := ReadBody(r, int32(size), nil); err != nil {
+			t.Fatal(err)
+		}
+		if rest, _ := io.ReadAll(r); string(rest) != "next" {
+			t.Fatalf("size %d: %q left after the body, want %q", size, rest, "next")
+		}
+	}
+}
+
+// TestReadBodyReusesBuffer: a buffer large enough is reused, so a
+// connection's steady state reads frames without allocating.
+func TestReadBodyReusesBuffer(t *testing.T) {
+	data := bytes.Repeat([]byte("x"), 200<<10)
+	buf := make([]byte, 0, len(data))
+	r := bytes.NewReader(data)
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset(data)
+		var err error
+		if buf, err = ReadBody(r, int32(len(data)), buf[:0]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("ReadBody into a large enough buffer: %v allocations, want 0", allocs)
+	}
+}
+
+// TestReadBodyShort: a body cut short reports io.ErrUnexpectedEOF.
+func TestReadBodyShort(t *testing.T) {
+	for _, size := range []int32{10, growStep * 3} {
+		_, err := ReadBody(bytes.NewReader(make([]byte, size-1)), size, nil)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("size %d with one byte missing: got %v, want io.ErrUnexpectedEOF", size, err)
+		}
+	}
+}
