@@ -47,6 +47,8 @@ func (l *CommitLog) recover(cp Checkpoint, found, crashed bool, replayFrom int64
 		if found && cp.End > 0 {
 			return r, fmt.Errorf("log: the checkpoint records data up to %d but %s holds no files", cp.End, l.dir)
 		}
+		// A new store: nothing to recover.
+		r.Clean = !found || !crashed
 		return r, nil
 	}
 	first, last := files[0].from, files[len(files)-1].from+l.cfg.FileSize
