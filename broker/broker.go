@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,6 +16,7 @@ import (
 	"github.com/kbroker/kbroker/flush"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition"
+	"github.com/kbroker/kbroker/sendfile"
 	"github.com/kbroker/kbroker/topic"
 )
 
@@ -42,6 +44,10 @@ type Broker struct {
 		conns    map[*conn]struct{}
 		shutdown bool
 	}
+	// copiedBytes counts record bytes copied out of the mapping for small
+	// fetch ranges (the rest go with sendfile).
+	copiedBytes atomic.Int64
+
 	wg sync.WaitGroup
 	// stop is closed when shutdown begins.
 	stop chan struct{}
@@ -255,6 +261,23 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.lg.Info("stopped")
 	return errors.Join(errs...)
+}
+
+// Stats are counters of the broker's fetch path.
+type Stats struct {
+	// SendfileBytes went from commit-log files to sockets with sendfile(2).
+	SendfileBytes int64
+	// FallbackBytes went through pread and write where sendfile could not.
+	FallbackBytes int64
+	// CopiedBytes were copied out of the mapping for ranges below the copy
+	// threshold.
+	CopiedBytes int64
+}
+
+// Stats returns the fetch counters. The sendfile counters are process-wide.
+func (b *Broker) Stats() Stats {
+	sent, fallback := sendfile.Stats()
+	return Stats{SendfileBytes: sent, FallbackBytes: fallback, CopiedBytes: b.copiedBytes.Load()}
 }
 
 // Topics is the topic registry.

@@ -64,6 +64,10 @@ type Config struct {
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots:
 	// how many fetch sessions (KIP-227) the broker keeps; 0 disables them.
 	FetchSessionCacheSlots int `kafka:"max.incremental.fetch.session.cache.slots"`
+	// FetchCopyThreshold is the size below which a record range of a fetch
+	// response is copied out of the mapping into the write buffer instead
+	// of sent with its own sendfile call (0: always sendfile).
+	FetchCopyThreshold int `kafka:"kbroker.fetch.copy.threshold.bytes"`
 	// ClusterID is reported in Metadata and DescribeCluster.
 	ClusterID string `kafka:"cluster.id"`
 	// NodeID is this broker's id.
@@ -89,6 +93,7 @@ func DefaultConfig() Config {
 		RetentionCheckInterval:   5 * time.Minute,
 		SyncFlushTimeout:         5 * time.Second,
 		FetchSessionCacheSlots:   defaultFetchSessionSlots,
+		FetchCopyThreshold:       defaultFetchCopyThreshold,
 		ClusterID:                "kbroker-cluster",
 		NodeID:                   0,
 	}
@@ -133,6 +138,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MessageMaxBytes < 0 {
 		errs = append(errs, errors.New("message.max.bytes is negative"))
+	}
+	if c.FetchCopyThreshold < 0 || c.FetchCopyThreshold > 1<<20 {
+		errs = append(errs, errors.New("kbroker.fetch.copy.threshold.bytes must be between 0 and 1 MiB"))
 	}
 	if c.FetchSessionCacheSlots < 0 {
 		errs = append(errs, errors.New("max.incremental.fetch.session.cache.slots is negative"))

@@ -42,8 +42,10 @@ type conn struct {
 	// stopping is set when shutdown asked the reader to stop.
 	stopping atomic.Bool
 
-	// sw sends fetch responses; only the writer goroutine uses it.
-	sw *sendfile.Writer
+	// sw sends fetch responses and copyBuf holds the small ranges copied
+	// out of the mapping; only the writer goroutine uses them.
+	sw      *sendfile.Writer
+	copyBuf []byte
 
 	mu struct {
 		sync.Mutex
@@ -216,7 +218,10 @@ func (c *conn) enqueue(corr int32, res result) error {
 // writeFetch sends a fetch response: the framing bytes with writev and
 // each record range with sendfile(2) from its commit-log file at an
 // explicit offset, corked so that they share packets; then it releases the
-// files. Record bytes never enter the heap.
+// files. Ranges shorter than the copy threshold are copied out of the
+// mapping into the write buffer instead, because for them a sendfile call
+// costs more than the copy (docs/BENCHMARKS.md); all other record bytes
+// never enter the heap.
 func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 	defer fr.release()
 	f := &fr.frame
@@ -224,17 +229,47 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 	if c.sw == nil {
 		c.sw = sendfile.NewWriter(c.nc)
 	}
+	threshold := int64(c.b.cfg.FetchCopyThreshold)
+	if threshold > 0 && c.copyBuf == nil {
+		c.copyBuf = make([]byte, 0, copyChunk)
+	}
+	cb := c.copyBuf[:0]
+	var copied int64
 	prev := 0
 	for _, s := range f.Splices {
 		c.sw.Bytes(f.Bytes[prev:s.At])
-		m := s.Range.Handle.(*klog.MappedFile)
-		c.sw.File(m.File(), s.Range.Offset, s.Range.Len)
 		prev = s.At
+		m := s.Range.Handle.(*klog.MappedFile)
+		if s.Range.Len >= threshold {
+			c.sw.File(m.File(), s.Range.Offset, s.Range.Len)
+			continue
+		}
+		if len(cb)+int(s.Range.Len) > cap(cb) {
+			// The chunk is full: send what is queued (which releases the
+			// chunk) and reuse it, so copying never grows the heap with
+			// the response.
+			if _, err := c.sw.Flush(); err != nil {
+				return err
+			}
+			cb = cb[:0]
+		}
+		start := len(cb)
+		cb = cb[:start+int(s.Range.Len)]
+		if err := m.CopyTo(cb[start:], s.Range.Offset); err != nil {
+			return err
+		}
+		c.sw.Bytes(cb[start:])
+		copied += s.Range.Len
 	}
 	c.sw.Bytes(f.Bytes[prev:])
+	c.b.copiedBytes.Add(copied)
 	_, err := c.sw.Flush()
 	return err
 }
+
+// copyChunk is the per-connection buffer for fetch ranges below the copy
+// threshold (which is at most 1 MiB, so one range always fits).
+const copyChunk = 1 << 20
 
 // writeLoop writes responses in request order.
 func (c *conn) writeLoop() {

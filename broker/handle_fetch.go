@@ -29,6 +29,10 @@ import (
 	"github.com/kbroker/kbroker/protocol"
 )
 
+// defaultFetchCopyThreshold is the range size below which fetch data is
+// copied rather than sent with sendfile; see docs/BENCHMARKS.md.
+const defaultFetchCopyThreshold = 16 << 10
+
 // fetchResult is a fetch response ready to send: the encoded frame and the
 // file ranges it holds.
 type fetchResult struct {

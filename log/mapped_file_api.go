@@ -70,3 +70,14 @@ func (m *MappedFile) Close() { m.retire() }
 // Destroy removes the file from disk once no reader holds it, waiting until
 // ctx ends; the caller must have stopped appending to it.
 func (m *MappedFile) Destroy(ctx context.Context) error { return m.destroy(ctx) }
+
+// CopyTo copies len(dst) readable bytes at file offset off into dst; a
+// fault on the mapping becomes ErrFault. The caller holds the file. The
+// fetch path uses it for ranges too small to be worth a sendfile call.
+func (m *MappedFile) CopyTo(dst []byte, off int64) error {
+	src, err := m.Bytes(off, int64(len(dst)))
+	if err != nil {
+		return err
+	}
+	return guardFault(func() { copy(dst, src) })
+}
