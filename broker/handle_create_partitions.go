@@ -33,21 +33,17 @@ import (
 
 func (b *Broker) handleCreatePartitions(c *conn, req *kmsg.CreatePartitionsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	dups := duplicates(req.Topics, func(t *kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
-	for i := range req.Topics {
-		rt := &req.Topics[i]
-		if answered, dup := dups[rt.Topic]; dup {
-			if !answered {
-				dups[rt.Topic] = true
-				st := kmsg.NewCreatePartitionsResponseTopic()
-				st.Topic = rt.Topic
-				st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name.")
-				resp.Topics = append(resp.Topics, st)
-			}
-			continue
-		}
-		resp.Topics = append(resp.Topics, b.createPartitions(c, rt, req.ValidateOnly))
-	}
+	resp.Topics = answerTopics(req.Topics,
+		func(t *kmsg.CreatePartitionsRequestTopic) string { return t.Topic },
+		func(name string) kmsg.CreatePartitionsResponseTopic {
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic = name
+			st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name.")
+			return st
+		},
+		func(rt *kmsg.CreatePartitionsRequestTopic) kmsg.CreatePartitionsResponseTopic {
+			return b.createPartitions(c, rt, req.ValidateOnly)
+		})
 	return now(resp)
 }
 

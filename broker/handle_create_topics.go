@@ -44,22 +44,39 @@ import (
 
 func (b *Broker) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	dups := duplicates(req.Topics, func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic })
-	for i := range req.Topics {
-		rt := &req.Topics[i]
-		if answered, dup := dups[rt.Topic]; dup {
+	resp.Topics = answerTopics(req.Topics,
+		func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic },
+		func(name string) kmsg.CreateTopicsResponseTopic {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic = name
+			st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name.")
+			return st
+		},
+		func(rt *kmsg.CreateTopicsRequestTopic) kmsg.CreateTopicsResponseTopic {
+			return b.createTopic(c, rt, req.ValidateOnly)
+		})
+	return now(resp)
+}
+
+// answerTopics answers each topic of a request in order; a name that
+// occurs more than once is not acted on and gets one duplicate answer
+// instead, as Kafka does for CreateTopics and CreatePartitions.
+func answerTopics[T, R any](topics []T, name func(*T) string, duplicate func(string) R, answer func(*T) R) []R {
+	dups := duplicates(topics, name)
+	out := make([]R, 0, len(topics))
+	for i := range topics {
+		t := &topics[i]
+		n := name(t)
+		if answered, dup := dups[n]; dup {
 			if !answered {
-				dups[rt.Topic] = true
-				st := kmsg.NewCreateTopicsResponseTopic()
-				st.Topic = rt.Topic
-				st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name.")
-				resp.Topics = append(resp.Topics, st)
+				dups[n] = true
+				out = append(out, duplicate(n))
 			}
 			continue
 		}
-		resp.Topics = append(resp.Topics, b.createTopic(c, rt, req.ValidateOnly))
+		out = append(out, answer(t))
 	}
-	return now(resp)
+	return out
 }
 
 // createTopic creates (or with validateOnly checks) one topic.
