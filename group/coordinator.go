@@ -1,0 +1,317 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Config holds the classic group settings. Each field's kafka tag is its
+// Kafka broker property; DefaultConfig has Kafka 3.x/4.x's defaults
+// (GroupCoordinatorConfig.java).
+type Config struct {
+	// InitialRebalanceDelay is how long the first rebalance of an Empty
+	// group waits for more members; each member that joins meanwhile
+	// extends it by up to the same delay, within the group's rebalance
+	// timeout (InitialDelayedJoin). Zero is allowed (tests use it).
+	InitialRebalanceDelay time.Duration `kafka:"group.initial.rebalance.delay.ms"`
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout
+	// a JoinGroup may ask for (INVALID_SESSION_TIMEOUT outside).
+	MinSessionTimeout time.Duration `kafka:"group.min.session.timeout.ms"`
+	MaxSessionTimeout time.Duration `kafka:"group.max.session.timeout.ms"`
+	// MaxSize is the most members a group may have
+	// (GROUP_MAX_SIZE_REACHED); Kafka's default is Integer.MAX_VALUE.
+	MaxSize int `kafka:"group.max.size"`
+}
+
+// DefaultConfig returns Kafka's defaults: a 3 s initial rebalance delay,
+// session timeouts between 6 s and 30 min, and no practical size limit.
+func DefaultConfig() Config {
+	return Config{
+		InitialRebalanceDelay: 3 * time.Second,
+		MinSessionTimeout:     6 * time.Second,
+		MaxSessionTimeout:     30 * time.Minute,
+		MaxSize:               math.MaxInt32,
+	}
+}
+
+// Validate reports every invalid setting at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.InitialRebalanceDelay < 0 {
+		errs = append(errs, fmt.Errorf("group: group.initial.rebalance.delay.ms %v is negative", c.InitialRebalanceDelay))
+	}
+	if c.MinSessionTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("group: group.min.session.timeout.ms %v must be positive", c.MinSessionTimeout))
+	}
+	if c.MaxSessionTimeout < c.MinSessionTimeout {
+		errs = append(errs, fmt.Errorf("group: group.max.session.timeout.ms %v is below group.min.session.timeout.ms %v",
+			c.MaxSessionTimeout, c.MinSessionTimeout))
+	}
+	if c.MaxSize < 1 {
+		errs = append(errs, fmt.Errorf("group: group.max.size %d must be at least 1", c.MaxSize))
+	}
+	return errors.Join(errs...)
+}
+
+// Option configures a Coordinator's dependencies.
+type Option func(*Coordinator)
+
+// WithStateHook registers fn to hear when a group becomes Empty (its last
+// member left or expired, or a rebalance ended with no member) or Dead
+// (deleted). The offsets layer uses it: an Empty group's offsets start to
+// age (offsets.retention.minutes), a Dead group's offsets go. fn runs after
+// the group's lock is released, on the goroutine that caused the change; it
+// must not block, and since the group may have changed again by then, it
+// should treat the call as a hint and re-check with Describe if it matters.
+// Creating a group (Empty from the start) is not reported.
+func WithStateHook(fn func(groupID string, s State)) Option {
+	return func(c *Coordinator) { c.onState = fn }
+}
+
+// Coordinator holds the classic groups of the broker, in memory.
+//
+// Join and Sync complete through a callback, because they park until the
+// rest of the group catches up; the other calls answer at once. See doc.go.
+type Coordinator struct {
+	cfg     Config
+	onState func(groupID string, s State)
+
+	// wg counts calls and timer callbacks in progress, so that Close can
+	// wait for them. Add happens under mu while not closed.
+	wg sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		closed bool
+		groups map[string]*group
+	}
+}
+
+// New returns a Coordinator with no groups, or the error of cfg.Validate.
+func New(cfg Config, opts ...Option) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Coordinator{cfg: cfg}
+	for _, o := range opts {
+		o(c)
+	}
+	c.mu.groups = make(map[string]*group)
+	return c, nil
+}
+
+// Close stops the coordinator: it waits for calls and timers in progress,
+// stops every timer and answers every parked JoinGroup and SyncGroup with
+// NOT_COORDINATOR (as Kafka does when it unloads a group), so clients look
+// for the coordinator again. Later calls get COORDINATOR_NOT_AVAILABLE.
+// Groups keep their state (no hook runs): shutting down is not deleting.
+// Close must not be called from a Join or Sync callback.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.closed = true
+	c.mu.Unlock()
+	// Calls that entered before may still create groups and timers:
+	// look at the groups only once they are done.
+	c.wg.Wait()
+	c.mu.Lock()
+	groups := make([]*group, 0, len(c.mu.groups))
+	for _, g := range c.mu.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	for _, g := range groups {
+		g.run(func(e *effects) {
+			g.stopTimersLocked()
+			for _, m := range g.mu.members {
+				g.completeJoinLocked(m, joinError(m.id, kerr.NotCoordinator), e)
+				g.completeSyncLocked(m, SyncResponse{Err: kerr.NotCoordinator}, e)
+			}
+		})
+	}
+}
+
+// enter registers a call or timer callback with wg, or reports false once
+// the coordinator is closed.
+func (c *Coordinator) enter() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+// afterFunc runs f after d on a timer goroutine owned by the coordinator:
+// Close waits for it, and after Close it does nothing.
+func (c *Coordinator) afterFunc(d time.Duration, f func()) *time.Timer {
+	return time.AfterFunc(d, func() {
+		if !c.enter() {
+			return
+		}
+		defer c.wg.Done()
+		pprof.Do(context.Background(), pprof.Labels("group", "timer"), func(context.Context) { f() })
+	})
+}
+
+// lockGroup returns the group with its lock held, creating an Empty one if
+// create is set, or nil if there is none. A group found Dead was deleted
+// (and removed from the map) while we waited for its lock: look again.
+func (c *Coordinator) lockGroup(id string, create bool) *group {
+	for {
+		c.mu.Lock()
+		g := c.mu.groups[id]
+		if g == nil && create {
+			g = newGroup(c, id)
+			c.mu.groups[id] = g
+		}
+		c.mu.Unlock()
+		if g == nil {
+			return nil
+		}
+		g.mu.Lock()
+		if g.mu.state != Dead {
+			return g
+		}
+		g.mu.Unlock()
+	}
+}
+
+// Overview is a group as ListGroups shows it.
+type Overview struct {
+	Group        string
+	ProtocolType string // "" until a member joined
+	State        State
+}
+
+// List returns the groups, sorted by id. With states, only groups in one of
+// them, compared without regard to case as Kafka does ("stable" matches
+// Stable; an unknown name matches nothing). Every group here is a classic
+// group: a ListGroups v5 type filter without "classic" matches none.
+func (c *Coordinator) List(states []string) ([]Overview, error) {
+	if !c.enter() {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	defer c.wg.Done()
+	c.mu.Lock()
+	groups := make([]*group, 0, len(c.mu.groups))
+	for _, g := range c.mu.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	var out []Overview
+	for _, g := range groups {
+		g.mu.Lock()
+		o := Overview{Group: g.id, ProtocolType: g.mu.protocolType, State: g.mu.state}
+		g.mu.Unlock()
+		if o.State == Dead {
+			continue // deleted meanwhile
+		}
+		if len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return strings.EqualFold(s, o.State.String()) }) {
+			continue
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b Overview) int { return strings.Compare(a.Group, b.Group) })
+	return out, nil
+}
+
+// Description is a group as DescribeGroups shows it.
+type Description struct {
+	Group        string
+	State        State
+	ProtocolType string
+	// Protocol is the selected protocol, reported only while Stable.
+	Protocol string
+	Members  []MemberDescription
+}
+
+// MemberDescription is one member in a Description. Metadata and
+// Assignment are set only while the group is Stable (Kafka's
+// summaryNoMetadata otherwise). The slices are shared: do not modify them.
+type MemberDescription struct {
+	MemberID   string
+	InstanceID string
+	ClientID   string
+	ClientHost string
+	Metadata   []byte
+	Assignment []byte
+}
+
+// Describe returns the group's state and members. A group that does not
+// exist is described as Dead with no error, as Kafka does.
+func (c *Coordinator) Describe(groupID string) (Description, error) {
+	if !c.enter() {
+		return Description{Group: groupID}, kerr.CoordinatorNotAvailable
+	}
+	defer c.wg.Done()
+	g := c.lockGroup(groupID, false)
+	if g == nil {
+		return Description{Group: groupID, State: Dead}, nil
+	}
+	defer g.mu.Unlock()
+	d := Description{Group: groupID, State: g.mu.state, ProtocolType: g.mu.protocolType}
+	stable := g.mu.state == Stable
+	if stable {
+		d.Protocol = g.mu.protocolName
+	}
+	for _, m := range g.mu.members {
+		md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
+		if stable {
+			md.Metadata = m.metadata(g.mu.protocolName)
+			md.Assignment = m.assignment
+		}
+		d.Members = append(d.Members, md)
+	}
+	return d, nil
+}
+
+// Delete deletes an Empty group: it becomes Dead, leaves the coordinator
+// and the state hook hears of it. A group with members gets NON_EMPTY_GROUP,
+// a missing one GROUP_ID_NOT_FOUND (GroupCoordinator.handleDeleteGroups,
+// ClassicGroup.validateDeleteGroup). The empty group id is valid here, so
+// that such a group can be cleaned up.
+func (c *Coordinator) Delete(groupID string) error {
+	if !c.enter() {
+		return kerr.CoordinatorNotAvailable
+	}
+	defer c.wg.Done()
+	var e effects
+	err := func() error {
+		// Lock order: Coordinator.mu, then group.mu.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		g := c.mu.groups[groupID]
+		if g == nil {
+			return kerr.GroupIDNotFound
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		switch g.mu.state {
+		case Dead:
+			return kerr.GroupIDNotFound
+		case Empty:
+		default:
+			return kerr.NonEmptyGroup
+		}
+		g.stopTimersLocked()
+		g.transitionLocked(Dead, &e)
+		delete(c.mu.groups, groupID)
+		return nil
+	}()
+	e.run()
+	return err
+}
