@@ -10,9 +10,10 @@ import (
 // before reading it and releases it once the request is handled, so reading
 // pauses while the budget is spent.
 type byteBudget struct {
-	mu    sync.Mutex
-	cond  chan struct{} // closed and replaced on every release
-	avail int64
+	mu      sync.Mutex
+	cond    chan struct{} // closed and replaced on a release that has waiters
+	waiters int
+	avail   int64
 }
 
 func newByteBudget(n int64) *byteBudget {
@@ -29,12 +30,19 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 			return nil
 		}
 		wait := b.cond
+		b.waiters++
 		b.mu.Unlock()
 		select {
 		case <-wait:
 		case <-ctx.Done():
+			b.mu.Lock()
+			b.waiters--
+			b.mu.Unlock()
 			return ctx.Err()
 		}
+		b.mu.Lock()
+		b.waiters--
+		b.mu.Unlock()
 	}
 }
 
@@ -42,7 +50,9 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 func (b *byteBudget) release(n int64) {
 	b.mu.Lock()
 	b.avail += n
-	close(b.cond)
-	b.cond = make(chan struct{})
+	if b.waiters > 0 {
+		close(b.cond)
+		b.cond = make(chan struct{})
+	}
 	b.mu.Unlock()
 }

@@ -42,10 +42,8 @@ type conn struct {
 	// stopping is set when shutdown asked the reader to stop.
 	stopping atomic.Bool
 
-	// sw sends fetch responses and copyBuf holds the small ranges copied
-	// out of the mapping; only the writer goroutine uses them.
-	sw      *sendfile.Writer
-	copyBuf []byte
+	// sw sends fetch responses; only the writer goroutine uses it.
+	sw *sendfile.Writer
 
 	mu struct {
 		sync.Mutex
@@ -230,10 +228,13 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 		c.sw = sendfile.NewWriter(c.nc)
 	}
 	threshold := int64(c.b.cfg.FetchCopyThreshold)
-	if threshold > 0 && c.copyBuf == nil {
-		c.copyBuf = make([]byte, 0, copyChunk)
-	}
-	cb := c.copyBuf[:0]
+	var chunk *[]byte // taken from copyChunks at the first small range
+	defer func() {
+		if chunk != nil {
+			copyChunks.Put(chunk)
+		}
+	}()
+	var cb []byte
 	var copied int64
 	prev := 0
 	for _, s := range f.Splices {
@@ -243,6 +244,10 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 		if s.Range.Len >= threshold {
 			c.sw.File(m.File(), s.Range.Offset, s.Range.Len)
 			continue
+		}
+		if chunk == nil {
+			chunk = copyChunks.Get().(*[]byte)
+			cb = (*chunk)[:0]
 		}
 		if len(cb)+int(s.Range.Len) > cap(cb) {
 			// The chunk is full: send what is queued (which releases the
@@ -267,9 +272,14 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 	return err
 }
 
-// copyChunk is the per-connection buffer for fetch ranges below the copy
-// threshold (which is at most 1 MiB, so one range always fits).
+// copyChunk is the size of the buffers for fetch ranges below the copy
+// threshold (at most 1 MiB, so one range always fits). They are pooled
+// broker-wide and held only while a response is being sent, so idle
+// connections and connections whose batches all go with sendfile hold
+// none.
 const copyChunk = 1 << 20
+
+var copyChunks = sync.Pool{New: func() any { b := make([]byte, 0, copyChunk); return &b }}
 
 // writeLoop writes responses in request order.
 func (c *conn) writeLoop() {
