@@ -18,6 +18,15 @@
 // the broker cleanly (in-flight requests finish, the store is flushed and
 // checkpointed, waiting at most 30 s); a second signal exits at once with
 // status 1, leaving recovery to the next start.
+//
+// --debug-listen ADDR (off by default) serves expvar at /debug/vars (the
+// runtime's memstats and a "kbroker" variable with the fetch counters of
+// broker.Stats) and net/http/pprof at /debug/pprof/ on ADDR; the address
+// bound is logged ("debug listening on"), not printed on standard output:
+//
+//	kbroker --debug-listen localhost:6060
+//	curl -s localhost:6060/debug/vars | jq .kbroker
+//	go tool pprof http://localhost:6060/debug/pprof/profile?seconds=10
 package main
 
 import (

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -53,6 +54,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := b.Start(); err != nil {
 		return errors.Join(err, stop(ctx, b)) // release the store cleanly
+	}
+	if o.debugListen != "" {
+		// Started before the listening line, so that whoever waits for
+		// that line can use both addresses; stopped after the broker.
+		d, err := startDebug(o.debugListen, b, lg)
+		if err != nil {
+			return errors.Join(err, stop(ctx, b))
+		}
+		defer d.Close()
+		lg.Info("debug listening on", zap.String("addr", d.Addr()),
+			zap.Strings("paths", []string{"/debug/vars", "/debug/pprof/"}))
 	}
 	if _, err := fmt.Fprintf(stdout, "kbroker listening on %s\n", b.Addr()); err != nil {
 		return errors.Join(fmt.Errorf("write to stdout: %w", err), stop(ctx, b))
@@ -134,6 +146,8 @@ type options struct {
 	cfg      broker.Config
 	logLevel zapcore.Level
 	logJSON  bool
+	// debugListen is the --debug-listen address; empty: no debug server.
+	debugListen string
 }
 
 // setting is a flag that sets one broker.Config field, named by its Kafka
@@ -213,6 +227,9 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	configFile := fs.String("config", "", "`file` of key=value lines with Kafka property names (server.properties); flags override it")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	logFormat := fs.String("log-format", "console", "log `format`: console or json")
+	debugListen := fs.String("debug-listen", "", "serve expvar (/debug/vars: memstats and the kbroker fetch counters) and pprof (/debug/pprof/)\n"+
+		"over HTTP on `address` host:port (port 0 picks a free one; the address is logged as \"debug listening on\");\n"+
+		"off by default. Anyone who can reach it can profile the broker: bind it to localhost")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -240,6 +257,13 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 		o.logJSON = true
 	default:
 		return o, fmt.Errorf("invalid value %q for flag -log-format: must be console or json", *logFormat)
+	}
+
+	if *debugListen != "" {
+		if _, _, err := net.SplitHostPort(*debugListen); err != nil {
+			return o, fmt.Errorf("invalid value %q for flag -debug-listen: %w", *debugListen, err)
+		}
+		o.debugListen = *debugListen
 	}
 
 	o.cfg = broker.DefaultConfig()
