@@ -100,6 +100,12 @@ func (c *conn) serve() {
 		pprof.Do(c.ctx, pprof.Labels("conn", "writer"), func(context.Context) { c.writeLoop() })
 	}()
 	pprof.Do(c.ctx, pprof.Labels("conn", "reader"), func(context.Context) { c.readLoop() })
+	if !c.stopping.Load() {
+		// The client went away (or sent something unreadable): nobody
+		// will read the responses still due, so end the parked fetches
+		// now rather than at their max_wait.
+		c.cancel()
+	}
 	close(c.out) // the writer drains what is queued, then exits
 	wg.Wait()
 	c.cancel()
@@ -295,6 +301,11 @@ func (c *conn) writeLoop() {
 		}
 		if broken {
 			if o.res.fetch != nil {
+				// A parked fetch still owns its result until it is ready;
+				// it ends soon once the connection's context is done.
+				if o.res.ready != nil {
+					<-o.res.ready
+				}
 				o.res.fetch.release()
 			}
 			continue // drain: the connection is gone

@@ -100,6 +100,9 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 		defer b.wg.Done()
 		defer close(ready)
 		b.parkFetch(c, plan, wait)
+		if c.ctx.Err() != nil {
+			return // the connection is gone: nothing to send
+		}
 		b.readFetch(plan, fr)
 		b.assembleFetch(plan, fr)
 		b.encodeFetch(req, plan, fr)
@@ -110,8 +113,10 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 // planFetch resolves the requested topics and partitions.
 func (b *Broker) planFetch(req *kmsg.FetchRequest, topics []kmsg.FetchRequestTopic) *fetchPlan {
 	plan := &fetchPlan{version: req.Version, maxBytes: int64(req.MaxBytes), minBytes: int64(req.MinBytes)}
-	if plan.maxBytes <= 0 {
-		plan.maxBytes = 1<<31 - 1
+	if plan.maxBytes < 0 {
+		// Kafka answers max_bytes ≤ 0 with the KIP-74 minimum: the first
+		// batch only.
+		plan.maxBytes = 0
 	}
 	consumer := req.ReplicaID < 0 && (req.Version < 15 || req.ReplicaState.ID < 0)
 	for i := range topics {
