@@ -7,7 +7,9 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -99,3 +101,58 @@ func BenchmarkFetch(b *testing.B) {
 }
 
 func crcCastagnoli(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
+
+// BenchmarkParkedFetches parks 500 fetches (max_wait 30 s, each on its own
+// connection, on an idle partition) and reports the process's CPU time
+// per second while they wait: parked fetches block on channels, so it
+// should be near zero. Run with -benchtime 1x.
+func BenchmarkParkedFetches(b *testing.B) {
+	const parked = 500
+	srv := newTestServer(b, nil)
+	if _, err := srv.Topics().Create("idle", 1, nil, false); err != nil {
+		b.Fatal(err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxBytes, req.MinBytes, req.MaxWaitMillis, req.SessionEpoch = 12, -1, 1<<20, 1, 30000, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "idle"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, -1
+	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	frame := binary.BigEndian.AppendUint32(nil, 0)
+	frame = binary.BigEndian.AppendUint16(frame, 1)
+	frame = binary.BigEndian.AppendUint16(frame, 12)
+	frame = binary.BigEndian.AppendUint32(frame, 1)
+	frame = binary.BigEndian.AppendUint16(frame, 0xffff)
+	frame = append(frame, 0)
+	frame = req.AppendTo(frame)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < parked; i++ {
+		nc, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			b.Fatal(err)
+		}
+		conns = append(conns, nc)
+		if _, err := nc.Write(frame); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // let them all park
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	start := time.Now()
+	for b.Loop() {
+		time.Sleep(2 * time.Second)
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+	b.ReportMetric(float64(cpu.Microseconds())/1000/time.Since(start).Seconds(), "cpu-ms/s")
+	b.ReportMetric(parked, "parked")
+}
