@@ -208,6 +208,10 @@ func (c *conn) handleFrame(frame []byte) error {
 
 var errUnsupported = errors.New("broker: unsupported api key or version")
 
+// errNoFetchResponse means a fetch result reached the writer unencoded, a
+// broken invariant that closes the connection rather than the process.
+var errNoFetchResponse = errors.New("broker: fetch response was not encoded")
+
 // enqueue hands a response to the writer, waiting while the connection has
 // MaxInFlightPerConnection responses queued.
 func (c *conn) enqueue(corr int32, res result) error {
@@ -227,8 +231,11 @@ func (c *conn) enqueue(corr int32, res result) error {
 // costs more than the copy (docs/BENCHMARKS.md); all other record bytes
 // never enter the heap.
 func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
-	defer fr.release()
+	defer fr.recycle()
 	f := &fr.frame
+	if len(f.Bytes) < 8 {
+		return errNoFetchResponse
+	}
 	binary.BigEndian.PutUint32(f.Bytes[4:], uint32(corr))
 	if c.sw == nil {
 		c.sw = sendfile.NewWriter(c.nc)
@@ -296,8 +303,12 @@ func (c *conn) writeLoop() {
 			select {
 			case <-o.res.ready:
 			case <-c.ctx.Done():
-				broken = true
 			}
+		}
+		if c.ctx.Err() != nil {
+			// The connection is gone; a parked fetch that saw it has no
+			// response to send (select may pick ready or Done first).
+			broken = true
 		}
 		if broken {
 			if o.res.fetch != nil {
@@ -306,7 +317,7 @@ func (c *conn) writeLoop() {
 				if o.res.ready != nil {
 					<-o.res.ready
 				}
-				o.res.fetch.release()
+				o.res.fetch.recycle()
 			}
 			continue // drain: the connection is gone
 		}

@@ -20,6 +20,7 @@ package broker
 
 import (
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,17 +35,45 @@ import (
 const defaultFetchCopyThreshold = 16 << 10
 
 // fetchResult is a fetch response ready to send: the encoded frame and the
-// file ranges it holds.
+// file ranges it holds. Results are pooled: their slices are reused from
+// one fetch to the next, so a fetch of thousands of small batches does not
+// allocate a range list per batch.
 type fetchResult struct {
 	frame  protocol.FetchFrame
 	ranges []partition.Range
+	// spans backs every partition's protocol.FetchPartition.Ranges.
+	spans []protocol.FetchRange
 }
+
+var fetchResults = sync.Pool{New: func() any { return new(fetchResult) }}
+
+// newFetchResult takes a result from the pool.
+func newFetchResult() *fetchResult { return fetchResults.Get().(*fetchResult) }
 
 // release lets the held files go.
 func (f *fetchResult) release() {
 	partition.ReleaseRanges(f.ranges)
+	clear(f.ranges)
 	f.ranges = f.ranges[:0]
 }
+
+// recycle releases the files and returns the result to the pool; the
+// caller must not use it afterwards. Very large slices are dropped rather
+// than kept.
+func (f *fetchResult) recycle() {
+	f.release()
+	clear(f.spans)
+	f.spans = f.spans[:0]
+	clear(f.frame.Splices)
+	f.frame.Splices = f.frame.Splices[:0]
+	if cap(f.ranges) > maxPooledRanges || cap(f.spans) > maxPooledRanges || cap(f.frame.Bytes) > 1<<20 {
+		return
+	}
+	fetchResults.Put(f)
+}
+
+// maxPooledRanges bounds the range lists kept in the pool.
+const maxPooledRanges = 1 << 16
 
 // fetchPart is one requested partition.
 type fetchPart struct {
@@ -71,7 +100,7 @@ type fetchPlan struct {
 
 func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 	sr := b.openSession(req)
-	fr := &fetchResult{}
+	fr := newFetchResult()
 	if sr.errCode != 0 {
 		resp := protocol.FetchResponse{Version: req.Version, ErrorCode: sr.errCode}
 		protocol.EncodeFetchResponse(&fr.frame, 0, &resp)
@@ -101,7 +130,8 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 		defer close(ready)
 		b.parkFetch(c, plan, wait)
 		if c.ctx.Err() != nil {
-			return // the connection is gone: nothing to send
+			fr.frame.Bytes = fr.frame.Bytes[:0] // nothing to send; never a stale frame
+			return
 		}
 		b.readFetch(plan, fr)
 		b.assembleFetch(plan, fr)
@@ -164,6 +194,7 @@ func (b *Broker) planFetch(req *kmsg.FetchRequest, topics []kmsg.FetchRequestTop
 // limits; it reports the bytes read and whether any partition failed.
 func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
 	fr.release()
+	fr.spans = fr.spans[:0]
 	remaining := plan.maxBytes
 	var total int64
 	anyErr := false
@@ -184,9 +215,14 @@ func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
 				anyErr = true
 			} else {
 				out.HighWatermark, out.LastStableOffset, out.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+				first := len(fr.spans)
 				for _, r := range fr.ranges[start:] {
-					out.Ranges = append(out.Ranges, protocol.FetchRange{Handle: r.File, Offset: r.Offset, Len: r.Len})
+					fr.spans = append(fr.spans, protocol.FetchRange{Handle: r.File, Offset: r.Offset, Len: r.Len})
 				}
+				// A sub-slice of the shared backing array; a later append
+				// that reallocates leaves it pointing at the old array,
+				// which stays valid.
+				out.Ranges = fr.spans[first:len(fr.spans):len(fr.spans)]
 				total += res.Bytes
 				remaining -= res.Bytes
 			}

@@ -640,3 +640,43 @@ func TestFetchParkedConnectionClosed(t *testing.T) {
 		t.Errorf("the broker held a closed connection with a parked fetch for %v (max_wait 10 s), want < 3 s", took.Round(time.Millisecond))
 	}
 }
+
+// TestFetchParkedClientGoneStress parks fetches and drops their
+// connections many times: the writer must neither panic on a fetch that
+// had nothing to send (it once wrote an unencoded frame when its select
+// picked "ready" before "done") nor leak; the broker keeps serving.
+func TestFetchParkedClientGoneStress(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, nil)
+	setupFetchTopic(t, srv, "gone", 1)
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxBytes, req.MinBytes, req.MaxWaitMillis, req.SessionEpoch = 12, -1, 1<<20, 1<<20, 5000, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "gone"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, -1
+	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	frame := binary.BigEndian.AppendUint32(nil, 0)
+	frame = binary.BigEndian.AppendUint16(frame, 1)
+	frame = binary.BigEndian.AppendUint16(frame, 12)
+	frame = binary.BigEndian.AppendUint32(frame, 1)
+	frame = binary.BigEndian.AppendUint16(frame, 0xffff)
+	frame = append(frame, 0)
+	frame = req.AppendTo(frame)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	for i := 0; i < 60; i++ {
+		nc, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nc.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i%5) * time.Millisecond)
+		nc.Close()
+	}
+	if _, err := newAdmin(t, srv).ApiVersions(testCtx(t)); err != nil {
+		t.Fatalf("broker no longer serves: %v", err)
+	}
+}
