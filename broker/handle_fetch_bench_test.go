@@ -69,20 +69,10 @@ func BenchmarkFetch(b *testing.B) {
 				rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
 				req.Topics = []kmsg.FetchRequestTopic{rt}
 				var served int64
-				var frame []byte
 				b.ResetTimer()
 				for i := 0; b.Loop(); i++ {
 					req.Topics[0].Partitions[0].FetchOffset = int64(i*97) % (end / 2)
-					frame = frame[:0]
-					frame = binary.BigEndian.AppendUint32(frame, 0)
-					frame = binary.BigEndian.AppendUint16(frame, 1)
-					frame = binary.BigEndian.AppendUint16(frame, 12)
-					frame = binary.BigEndian.AppendUint32(frame, uint32(i))
-					frame = binary.BigEndian.AppendUint16(frame, 0xffff)
-					frame = append(frame, 0) // header tags (v12 is flexible)
-					frame = req.AppendTo(frame)
-					binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
-					if _, err := nc.Write(frame); err != nil {
+					if _, err := nc.Write(requestFrame(req, 12, int32(i))); err != nil {
 						b.Fatal(err)
 					}
 					n, err := protocol.ReadSize(nc, 1<<30)
@@ -120,14 +110,7 @@ func BenchmarkParkedFetches(b *testing.B) {
 	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, -1
 	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
 	req.Topics = []kmsg.FetchRequestTopic{rt}
-	frame := binary.BigEndian.AppendUint32(nil, 0)
-	frame = binary.BigEndian.AppendUint16(frame, 1)
-	frame = binary.BigEndian.AppendUint16(frame, 12)
-	frame = binary.BigEndian.AppendUint32(frame, 1)
-	frame = binary.BigEndian.AppendUint16(frame, 0xffff)
-	frame = append(frame, 0)
-	frame = req.AppendTo(frame)
-	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	frame := requestFrame(req, 12, 1)
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {

@@ -657,14 +657,7 @@ func TestFetchParkedClientGoneStress(t *testing.T) {
 	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, -1
 	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
 	req.Topics = []kmsg.FetchRequestTopic{rt}
-	frame := binary.BigEndian.AppendUint32(nil, 0)
-	frame = binary.BigEndian.AppendUint16(frame, 1)
-	frame = binary.BigEndian.AppendUint16(frame, 12)
-	frame = binary.BigEndian.AppendUint32(frame, 1)
-	frame = binary.BigEndian.AppendUint16(frame, 0xffff)
-	frame = append(frame, 0)
-	frame = req.AppendTo(frame)
-	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	frame := requestFrame(req, 12, 1)
 	for i := 0; i < 60; i++ {
 		nc, err := net.Dial("tcp", srv.Addr())
 		if err != nil {

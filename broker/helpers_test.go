@@ -2,11 +2,13 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 )
@@ -57,4 +59,21 @@ func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// requestFrame encodes req at version as a whole request frame: size,
+// header (null client id; tagged fields when flexible) and body.
+func requestFrame(req kmsg.Request, version int16, corr int32) []byte {
+	req.SetVersion(version)
+	frame := binary.BigEndian.AppendUint32(nil, 0)
+	frame = binary.BigEndian.AppendUint16(frame, uint16(req.Key()))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(version))
+	frame = binary.BigEndian.AppendUint32(frame, uint32(corr))
+	frame = binary.BigEndian.AppendUint16(frame, 0xffff)
+	if req.IsFlexible() {
+		frame = append(frame, 0)
+	}
+	frame = req.AppendTo(frame)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	return frame
 }
