@@ -47,11 +47,7 @@ func (b *Broker) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) 
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return now(resp)
 	}
-	ids, err := b.producerIDs()
-	var id int64
-	if err == nil {
-		id, err = ids.next()
-	}
+	id, err := b.pids.next()
 	if err != nil {
 		b.lg.Error("allocate producer id", zap.Error(err))
 		resp.ErrorCode = errorCode(err)

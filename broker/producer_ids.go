@@ -119,39 +119,12 @@ func (m *producerIDManager) next() (int64, error) {
 }
 
 // persist writes end as the new block bound, atomically and durably.
-func (m *producerIDManager) persist(end int64) (err error) {
+func (m *producerIDManager) persist(end int64) error {
 	s := producerIDsState{Version: producerIDsVersion, NextBlockStart: end}
 	s.CRC = s.checksum()
 	data, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(m.dir, producerIDsFile)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close() // may be closed already; the first error matters
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return klog.SyncDir(m.dir)
+	return klog.WriteFileAtomic(filepath.Join(m.dir, producerIDsFile), data)
 }
-
-// producerIDs returns the broker's producer id manager, opened in New.
-func (b *Broker) producerIDs() (*producerIDManager, error) { return b.pids, nil }

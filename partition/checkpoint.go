@@ -107,34 +107,7 @@ func writeCheckpoint(dir string, cp checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("partition: encode checkpoint: %w", err)
 	}
-	path := filepath.Join(dir, checkpointName)
-	tmp := path + ".tmp"
-	if err := writeFileSync(tmp, b); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("partition: rename checkpoint: %w", err)
-	}
-	return klog.SyncDir(dir)
-}
-
-func writeFileSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("partition: create %s: %w", path, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("partition: write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("partition: fsync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("partition: close %s: %w", path, err)
-	}
-	return nil
+	return klog.WriteFileAtomic(filepath.Join(dir, checkpointName), b)
 }
 
 // Checkpoint persists every partition's offsets and producer state and the
