@@ -17,13 +17,3 @@ func entryKey(id TopicID, index int32) [KeySize]byte {
 	binary.BigEndian.PutUint32(k[16:], uint32(index))
 	return k
 }
-
-// parseEntryKey splits a commit-log key.
-func parseEntryKey(k []byte) (TopicID, int32, bool) {
-	if len(k) != KeySize {
-		return TopicID{}, 0, false
-	}
-	var id TopicID
-	copy(id[:], k[:16])
-	return id, int32(binary.BigEndian.Uint32(k[16:])), true
-}

@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -327,6 +326,3 @@ func (p *Partition) reveal(pos int64) bool {
 	}
 	return more
 }
-
-// errNotFound is returned by lookups that find nothing.
-var errNotFound = errors.New("partition: not found")

@@ -239,7 +239,7 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 				return r, err
 			}
 			ps = append(ps, p)
-			st := &replayState{p: p, cqNext: cqNextOffset(p.cq)}
+			st := &replayState{p: p, cqNext: p.cq.NextOffset()}
 			saved, ok := cp.Partitions[p.key]
 			if ok {
 				p.logStart.Store(saved.LogStart)
@@ -249,7 +249,7 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 					st.prodNext = saved.Next
 				}
 			}
-			if ok && cqBehind(p.cq, saved) {
+			if ok && st.cqNext < saved.Next && saved.Next > saved.LogStart {
 				// The queue lacks entries the checkpoint counted (its files
 				// were deleted or damaged): rebuild it from the whole log.
 				replayFrom = 0
@@ -264,6 +264,7 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 	s.topics.Store(&all)
 	r.ReplayedFrom = replayFrom
 
+	nowMs := s.cfg.Now().UnixMilli()
 	visit := func(e klog.Entry) error {
 		var k [KeySize]byte
 		copy(k[:], e.Key)
@@ -288,7 +289,7 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 			p.mu.producers.Update(ProducerBatch{
 				ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
 				LastOffsetDelta: h.LastOffsetDelta, MaxTimestamp: h.MaxTimestamp, Transactional: h.IsTransactional(),
-			}, h.BaseOffset, s.cfg.Now().UnixMilli())
+			}, h.BaseOffset, nowMs)
 		}
 		if next > p.mu.next {
 			p.mu.next = next
@@ -308,7 +309,7 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 			if err := p.cq.TruncateFromPos(lr.End); err != nil {
 				return r, fmt.Errorf("partition: truncate %s-%d: %w", p.topic, p.index, err)
 			}
-			n := cqNextOffset(p.cq)
+			n := p.cq.NextOffset()
 			if lostTail {
 				// The commit log lost data that the checkpoint had seen (a
 				// power loss past the durable position): what survived in
@@ -331,19 +332,6 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 		}
 	}
 	return r, nil
-}
-
-// cqNextOffset is the offset after the queue's last entry, or 0.
-func cqNextOffset(q *ConsumeQueue) int64 {
-	if e, ok := q.Last(); ok {
-		return e.NextOffset()
-	}
-	return 0
-}
-
-// cqBehind reports whether the queue lacks entries the checkpoint saw.
-func cqBehind(q *ConsumeQueue, saved partitionCheckpoint) bool {
-	return cqNextOffset(q) < saved.Next && saved.Next > saved.LogStart
 }
 
 // newPartition opens the consume queue of partition i of t.
@@ -491,6 +479,9 @@ func (s *Store) AddTopic(t TopicSpec) error {
 	s.topicsMu.Lock()
 	defer s.topicsMu.Unlock()
 	old := *s.topics.Load()
+	if int32(len(old[t.ID])) >= t.Partitions {
+		return nil // a config change: the partitions are all there
+	}
 	ps := append([]*Partition(nil), old[t.ID]...)
 	for i := int32(len(ps)); i < t.Partitions; i++ {
 		p, err := s.newPartition(t, i)
