@@ -45,12 +45,9 @@ type conn struct {
 	// sw sends fetch responses; only the writer goroutine uses it.
 	sw *sendfile.Writer
 
-	mu struct {
-		sync.Mutex
-		clientID        string
-		softwareName    string
-		softwareVersion string
-	}
+	// clientID is the client id of the last request; only the reader
+	// goroutine (and the handlers it runs) use it.
+	clientID string
 }
 
 // outgoing is one response waiting to be written.
@@ -69,19 +66,6 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		ctx:    ctx,
 		cancel: cancel,
 	}
-}
-
-// ClientID is the client id of the last request.
-func (c *conn) clientID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mu.clientID
-}
-
-func (c *conn) setClientSoftware(name, version string) {
-	c.mu.Lock()
-	c.mu.softwareName, c.mu.softwareVersion = name, version
-	c.mu.Unlock()
 }
 
 // stopReading makes the reader stop after the request it is handling; the
@@ -166,11 +150,7 @@ func (c *conn) handleFrame(frame []byte) error {
 		return err
 	}
 	if h.ClientID != nil {
-		c.mu.Lock()
-		if c.mu.clientID != *h.ClientID {
-			c.mu.clientID = *h.ClientID
-		}
-		c.mu.Unlock()
+		c.clientID = *h.ClientID
 	}
 	a := c.b.idx.lookup(h.Key, h.Version)
 	if a == nil {
@@ -184,12 +164,12 @@ func (c *conn) handleFrame(frame []byte) error {
 		}
 		c.lg.Info("closing connection: unsupported request",
 			zap.String("api", kmsg.NameForKey(h.Key)), zap.Int16("key", h.Key), zap.Int16("version", h.Version),
-			zap.String("client_id", c.clientID()))
+			zap.String("client_id", c.clientID))
 		return errUnsupported
 	}
 	req, err := protocol.ParseBody(h, rest)
 	if err != nil {
-		c.lg.Info("closing connection: unreadable request", zap.String("client_id", c.clientID()), zap.Error(err))
+		c.lg.Info("closing connection: unreadable request", zap.String("client_id", c.clientID), zap.Error(err))
 		return err
 	}
 	if ce := c.lg.Check(zap.DebugLevel, "request"); ce != nil {

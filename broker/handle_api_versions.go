@@ -16,9 +16,6 @@ func (b *Broker) handleApiVersions(c *conn, req *kmsg.ApiVersionsRequest) (resul
 	if req.Version >= 3 && (!validClientSoftware(req.ClientSoftwareName) || !validClientSoftware(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	}
-	if req.Version >= 3 {
-		c.setClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
-	}
 	b.fillApiVersions(resp)
 	return now(resp)
 }

@@ -154,7 +154,7 @@ func (b *Broker) produceTopic(c *conn, version int16, rt *kmsg.ProduceRequestTop
 	} else if t, ok = b.topics.Get(rt.Topic); !ok {
 		return t, kerr.UnknownTopicOrPartition.Code
 	}
-	if topic.IsInternal(t.Name) && c.clientID() != internalWriterClientID {
+	if topic.IsInternal(t.Name) && c.clientID != internalWriterClientID {
 		return t, kerr.InvalidTopicException.Code
 	}
 	return t, 0
