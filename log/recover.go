@@ -216,9 +216,6 @@ func (l *CommitLog) iterateFile(m *MappedFile, pos, end int64, fn func(Entry) er
 		}
 		pos += int64(size)
 	}
-	if stop == m.from+m.ReadPosition() && m.ReadPosition() == m.size {
-		return m.from + m.size, nil
-	}
 	return pos, nil
 }
 
