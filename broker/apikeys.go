@@ -61,6 +61,7 @@ func apiTable() []api {
 	}
 	table = append(table, adminAPIs()...)
 	table = append(table, dataAPIs()...)
+	table = append(table, groupAPIs()...)
 	return table
 }
 

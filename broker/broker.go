@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kbroker/kbroker/flush"
+	"github.com/kbroker/kbroker/group"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition"
 	"github.com/kbroker/kbroker/sendfile"
@@ -32,6 +33,7 @@ type Broker struct {
 	store    *partition.Store
 	pids     *producerIDManager
 	sessions *fetchSessions
+	groups   *group.Coordinator
 	budget   *byteBudget
 
 	ln        net.Listener
@@ -108,6 +110,10 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = store
+	if b.groups, err = group.New(cfg.groupConfig(), group.WithStateHook(b.onGroupState)); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("broker: group coordinator: %w", err)
+	}
 	b.lg.Info("store opened",
 		zap.String("dir", cfg.DataDir),
 		zap.Bool("clean", report.Log.Clean),
@@ -245,6 +251,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		c.stopReading()
 	}
+	// Parked JoinGroup and SyncGroup requests are answered
+	// (NOT_COORDINATOR) so that their connections can finish.
+	b.groups.Close()
 	done := make(chan struct{})
 	go func() { b.wg.Wait(); close(done) }()
 	select {

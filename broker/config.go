@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kbroker/kbroker/group"
 	"github.com/kbroker/kbroker/partition"
 )
 
@@ -72,6 +74,33 @@ type Config struct {
 	ClusterID string `kafka:"cluster.id"`
 	// NodeID is this broker's id.
 	NodeID int32 `kafka:"node.id"`
+
+	// GroupInitialRebalanceDelay is how long the first rebalance of an
+	// empty group waits for more members. kbroker defaults to 0 (Kafka:
+	// 3000), as Kafka's development images do: a single-node broker for
+	// development and tests gains nothing from the wait.
+	GroupInitialRebalanceDelay time.Duration `kafka:"group.initial.rebalance.delay.ms"`
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
+	// timeout a member may ask for.
+	GroupMinSessionTimeout time.Duration `kafka:"group.min.session.timeout.ms"`
+	GroupMaxSessionTimeout time.Duration `kafka:"group.max.session.timeout.ms"`
+	// GroupMaxSize is group.max.size, the most members of one group.
+	GroupMaxSize int `kafka:"group.max.size"`
+	// OffsetsTopicPartitions is offsets.topic.num.partitions, used when
+	// __consumer_offsets is first created. kbroker defaults to 1 (Kafka:
+	// 50): every partition shares the one commit log anyway, and each
+	// costs a consume-queue file.
+	OffsetsTopicPartitions int32 `kafka:"offsets.topic.num.partitions"`
+	// OffsetsRetentionMinutes is offsets.retention.minutes: how long the
+	// offsets of a group without members are kept.
+	OffsetsRetentionMinutes int64 `kafka:"offsets.retention.minutes"`
+	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms.
+	OffsetsRetentionCheckInterval time.Duration `kafka:"offsets.retention.check.interval.ms"`
+	// OffsetsSnapshotInterval is how often the committed offsets are
+	// snapshotted into the metadata directory, so that the commit-log
+	// files holding older commits can be deleted and recovery replays only
+	// what follows the snapshot.
+	OffsetsSnapshotInterval time.Duration `kafka:"kbroker.offsets.snapshot.interval.ms"`
 }
 
 // DefaultConfig returns the defaults of the kbroker command.
@@ -96,6 +125,15 @@ func DefaultConfig() Config {
 		FetchCopyThreshold:       defaultFetchCopyThreshold,
 		ClusterID:                "kbroker-cluster",
 		NodeID:                   0,
+
+		GroupInitialRebalanceDelay:    0,
+		GroupMinSessionTimeout:        6 * time.Second,
+		GroupMaxSessionTimeout:        30 * time.Minute,
+		GroupMaxSize:                  math.MaxInt32,
+		OffsetsTopicPartitions:        1,
+		OffsetsRetentionMinutes:       7 * 24 * 60,
+		OffsetsRetentionCheckInterval: 10 * time.Minute,
+		OffsetsSnapshotInterval:       time.Minute,
 	}
 }
 
@@ -148,7 +186,30 @@ func (c *Config) Validate() error {
 	if c.SyncFlushTimeout <= 0 {
 		errs = append(errs, errors.New("the sync flush timeout must be positive"))
 	}
+	gc := c.groupConfig()
+	if err := gc.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.OffsetsTopicPartitions < 1 || c.OffsetsTopicPartitions > 1000 {
+		errs = append(errs, fmt.Errorf("offsets.topic.num.partitions %d must be between 1 and 1000", c.OffsetsTopicPartitions))
+	}
+	if c.OffsetsRetentionMinutes < 1 {
+		errs = append(errs, fmt.Errorf("offsets.retention.minutes %d must be at least 1", c.OffsetsRetentionMinutes))
+	}
+	if c.OffsetsRetentionCheckInterval <= 0 || c.OffsetsSnapshotInterval <= 0 {
+		errs = append(errs, errors.New("offsets.retention.check.interval.ms and kbroker.offsets.snapshot.interval.ms must be positive"))
+	}
 	return errors.Join(errs...)
+}
+
+// groupConfig is what the group coordinator takes of the settings.
+func (c *Config) groupConfig() group.Config {
+	return group.Config{
+		InitialRebalanceDelay: c.GroupInitialRebalanceDelay,
+		MinSessionTimeout:     c.GroupMinSessionTimeout,
+		MaxSessionTimeout:     c.GroupMaxSessionTimeout,
+		MaxSize:               c.GroupMaxSize,
+	}
 }
 
 func (c *Config) flushMode() (partition.FlushMode, error) {
