@@ -65,10 +65,12 @@ func (c *Config) Validate() error {
 // Option configures a Coordinator's dependencies.
 type Option func(*Coordinator)
 
-// WithStateHook registers fn to hear when a group becomes Empty (its last
-// member left or expired, or a rebalance ended with no member) or Dead
-// (deleted). The offsets layer uses it: an Empty group's offsets start to
-// age (offsets.retention.minutes), a Dead group's offsets go. fn runs after
+// WithStateHook registers fn to hear when a group becomes Stable (a
+// generation got its assignment), Empty (its last member left or expired,
+// or a rebalance ended with no member) or Dead (deleted). The offsets
+// layer uses it: it records each generation, as Kafka writes group
+// metadata, and an Empty group's offsets start to age
+// (offsets.retention.minutes). fn runs after
 // the group's lock is released, on the goroutine that caused the change; it
 // must not block, and since the group may have changed again by then, it
 // should treat the call as a hint and re-check with Describe if it matters.
@@ -234,6 +236,10 @@ type Description struct {
 	Group        string
 	State        State
 	ProtocolType string
+	// Generation is the current generation (0 before the first).
+	Generation int32
+	// Leader is the leader's member id, "" without members.
+	Leader string
 	// Protocol is the selected protocol, reported only while Stable.
 	Protocol string
 	Members  []MemberDescription
@@ -263,7 +269,7 @@ func (c *Coordinator) Describe(groupID string) (Description, error) {
 		return Description{Group: groupID, State: Dead}, nil
 	}
 	defer g.mu.Unlock()
-	d := Description{Group: groupID, State: g.mu.state, ProtocolType: g.mu.protocolType}
+	d := Description{Group: groupID, State: g.mu.state, ProtocolType: g.mu.protocolType, Generation: g.mu.generation, Leader: g.mu.leader}
 	stable := g.mu.state == Stable
 	if stable {
 		d.Protocol = g.mu.protocolName

@@ -134,8 +134,8 @@ func TestDelete(t *testing.T) {
 		if out, _ := c.List(nil); len(out) != 0 {
 			t.Fatalf("list after delete: got %+v", out)
 		}
-		if got := hooks.get(); !slices.Equal(got, []string{"g:Empty", "g:Dead"}) {
-			t.Fatalf("hook: got %v, want [g:Empty g:Dead]", got)
+		if got := hooks.get(); !slices.Equal(got, []string{"g:Stable", "g:Empty", "g:Dead"}) {
+			t.Fatalf("hook: got %v, want [g:Stable g:Empty g:Dead]", got)
 		}
 		// The empty group id is valid for DeleteGroups.
 		wantErr(t, "simple commit", c.ValidateCommit("", "", "", -1), nil)
@@ -258,4 +258,24 @@ func playMember(t *testing.T, cl *client, heartbeats int) {
 	if err != nil || errs[0] != nil {
 		t.Errorf("%s: leave: %v %v", cl.clientID, err, errs)
 	}
+}
+
+// TestRestore checks that a restored group is listed Empty with its
+// protocol type, and that its generation continues.
+func TestRestore(t *testing.T) {
+	runWith(t, testConfig(), nil, func(t *testing.T, c *Coordinator) {
+		c.Restore("g", "consumer", 7)
+		c.Restore("g", "other", 9) // exists: ignored
+		ls, err := c.List(nil)
+		if err != nil || len(ls) != 1 || ls[0] != (Overview{Group: "g", ProtocolType: "consumer", State: Empty}) {
+			t.Fatalf("list: %+v %v", ls, err)
+		}
+		if err := c.ValidateCommit("g", "", "", 7); !errors.Is(err, kerr.UnknownMemberID) {
+			t.Fatalf("commit of a member lost in the restart: %v", err)
+		}
+		d, _ := c.Describe("g")
+		if d.Generation != 7 || d.State != Empty {
+			t.Fatalf("describe: %+v", d)
+		}
+	})
 }

@@ -214,12 +214,12 @@ func (g *group) run(f func(e *effects)) {
 	e.run()
 }
 
-// transitionLocked moves the group to state s and reports Empty and Dead to
-// the state hook.
+// transitionLocked moves the group to state s and reports Stable, Empty
+// and Dead to the state hook.
 func (g *group) transitionLocked(s State, e *effects) {
 	g.mu.previous = g.mu.state
 	g.mu.state = s
-	if hook := g.c.onState; hook != nil && (s == Empty || s == Dead) {
+	if hook := g.c.onState; hook != nil && (s == Stable || s == Empty || s == Dead) {
 		id := g.id
 		e.add(func() { hook(id, s) })
 	}

@@ -17,8 +17,10 @@ type LeaveMember struct {
 // classicGroupLeaveToClassicGroup). It returns one error per member, in
 // order (nil or a *kerr.Error: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID), and
 // a group-level error (COORDINATOR_NOT_AVAILABLE, INVALID_GROUP_ID, or
-// UNKNOWN_MEMBER_ID for a group that does not exist, as in Kafka 4) with
-// no member errors. LeaveGroup v0-2 name one member and have only the
+// UNKNOWN_MEMBER_ID for a group that does not exist) with no member
+// errors. Kafka (GroupCoordinatorService.leaveGroup) answers a missing
+// group with UNKNOWN_MEMBER_ID for each member and no top-level error; the
+// handler does that. LeaveGroup v0-2 name one member and have only the
 // top-level error: the handler reports that member's error there.
 //
 // If any member left, a Stable or CompletingRebalance group rebalances (or

@@ -20,8 +20,8 @@ func TestLeaveLastMember(t *testing.T) {
 			t.Fatalf("leave: got %v %v, want success", errs, err)
 		}
 		wantState(t, c, "g", Empty)
-		if got := hooks.get(); !slices.Equal(got, []string{"g:Empty"}) {
-			t.Fatalf("hook: got %v, want [g:Empty]", got)
+		if got := hooks.get(); !slices.Equal(got, []string{"g:Stable", "g:Empty"}) {
+			t.Fatalf("hook: got %v, want [g:Stable g:Empty]", got)
 		}
 		wantErr(t, "heartbeat after leaving", a.heartbeat(), kerr.UnknownMemberID)
 		// Offsets may still be committed by a simple consumer.

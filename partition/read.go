@@ -248,3 +248,25 @@ func firstRecordAtOrAfter(b []byte, start, ts int64) (int64, int64, bool) {
 	})
 	return off, stamp, found
 }
+
+// EachBatch calls fn with each visible batch (below the high watermark)
+// from the one holding offset from on, in offset order, until fn returns
+// false. It serves the broker's own state topics (committed offsets), which
+// replay their records at start-up: b is copied out of the commit log into
+// a buffer that the next call reuses, so fn must not keep it.
+func (p *Partition) EachBatch(from int64, fn func(b []byte) bool) error {
+	var buf []byte
+	var err error
+	p.eachEntry(max(from, p.logStart.Load()), p.highWatermark.Load(), func(e CQEntry) bool {
+		if cap(buf) < int(e.Size) {
+			buf = make([]byte, e.Size)
+		}
+		b := buf[:e.Size]
+		if err = p.store.clog.CopyAt(b, e.Pos); err != nil {
+			err = storageError(fmt.Sprintf("read %s-%d at position %d", p.topic, p.index, e.Pos), err)
+			return false
+		}
+		return fn(b)
+	})
+	return err
+}

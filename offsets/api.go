@@ -1,0 +1,183 @@
+package offsets
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Commit is one partition's offset in an OffsetCommit.
+type Commit struct {
+	TopicPartition
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+	// ExpireTimestamp is an explicit expiry in ms, or -1.
+	ExpireTimestamp int64
+}
+
+// Commit stores the offsets of group. done hears nil once they are
+// durable and visible to Fetch, or an error wrapping a Kafka error code
+// (KAFKA_STORAGE_ERROR, REQUEST_TIMED_OUT, COORDINATOR_NOT_AVAILABLE).
+// done may run before Commit returns, or on another goroutine.
+func (s *Store) Commit(group string, cs []Commit, done func(error)) {
+	now := s.cfg.Now().UnixMilli()
+	recs := make([]rec, len(cs))
+	for i, c := range cs {
+		recs[i] = rec{group: group, tp: c.TopicPartition, offset: Offset{
+			Offset: c.Offset, LeaderEpoch: c.LeaderEpoch, Metadata: c.Metadata,
+			CommitTimestamp: now, ExpireTimestamp: c.ExpireTimestamp,
+		}}
+	}
+	s.write(group, recs, done)
+}
+
+// Fetch returns a copy of the group's committed offsets (nil when none).
+func (s *Store) Fetch(group string) map[TopicPartition]Offset {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.mu.groups[group]
+	if g == nil || len(g.offsets) == 0 {
+		return nil
+	}
+	return maps.Clone(g.offsets)
+}
+
+// DeleteOffsets removes the given partitions' offsets of group (those it
+// has); done as for Commit.
+func (s *Store) DeleteOffsets(group string, tps []TopicPartition, done func(error)) {
+	s.mu.Lock()
+	var recs []rec
+	if g := s.mu.groups[group]; g != nil {
+		for _, tp := range tps {
+			if _, ok := g.offsets[tp]; ok {
+				recs = append(recs, rec{group: group, tp: tp, tombstone: true})
+			}
+		}
+	}
+	s.mu.Unlock()
+	s.write(group, recs, done)
+}
+
+// DeleteGroup removes every offset of group and its metadata; done as for
+// Commit.
+func (s *Store) DeleteGroup(group string, done func(error)) {
+	s.write(group, s.groupTombstones(group, nil), done)
+}
+
+// groupTombstones lists tombstones for the group's offsets (all when only
+// is nil, counting writes not yet applied, so that a commit racing with
+// the deletion does not outlive it) and, when all go, for its metadata.
+func (s *Store) groupTombstones(group string, only []TopicPartition) []rec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.mu.groups[group]
+	tps := map[TopicPartition]bool{}
+	for _, tp := range only {
+		tps[tp] = true
+	}
+	if only == nil {
+		if g != nil {
+			for tp := range g.offsets {
+				tps[tp] = true
+			}
+		}
+		for _, q := range s.mu.pending {
+			for _, w := range q {
+				for _, r := range w.recs {
+					if r.group == group && !r.isGroup {
+						tps[r.tp] = true
+					}
+				}
+			}
+		}
+	}
+	recs := make([]rec, 0, len(tps)+1)
+	for tp := range tps {
+		recs = append(recs, rec{group: group, tp: tp, tombstone: true})
+	}
+	if only == nil || (g != nil && len(only) == len(g.offsets)) {
+		recs = append(recs, rec{group: group, isGroup: true, tombstone: true})
+	}
+	return recs
+}
+
+// RecordGroup writes a group metadata record: the coordinator calls it when
+// a group completes a rebalance and when it becomes empty, so that a
+// restart knows the group's protocol type and generation and since when it
+// has been empty (for expiry). It does not wait for durability.
+func (s *Store) RecordGroup(g GroupRecord) {
+	s.write(g.Group, []rec{groupRec(g, s.cfg.Now().UnixMilli())}, nil)
+}
+
+// GroupInfo is what the store knows of a group at start-up, for the
+// coordinator to restore it as an empty group.
+type GroupInfo struct {
+	Group        string
+	ProtocolType string
+	Generation   int32
+}
+
+// Groups lists the groups with offsets or metadata, sorted by id.
+func (s *Store) Groups() []GroupInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]GroupInfo, 0, len(s.mu.groups))
+	for id, g := range s.mu.groups {
+		out = append(out, GroupInfo{Group: id, ProtocolType: g.protocolType, Generation: g.generation})
+	}
+	slices.SortFunc(out, func(a, b GroupInfo) int { return strings.Compare(a.Group, b.Group) })
+	return out
+}
+
+// Expire removes the expired offsets (see the package comment) of groups
+// without members, and reports groups left with nothing to Hooks.Expired.
+func (s *Store) Expire() {
+	now := s.cfg.Now().UnixMilli()
+	ret := s.cfg.Retention.Milliseconds()
+	type expiry struct {
+		group string
+		tps   []TopicPartition
+	}
+	var todo []expiry
+	s.mu.Lock()
+	for id, g := range s.mu.groups {
+		var tps []TopicPartition
+		for tp, o := range g.offsets {
+			base := o.CommitTimestamp
+			if g.protocolType != "" && g.empty {
+				base = g.emptySince
+			}
+			if (o.ExpireTimestamp >= 0 && now >= o.ExpireTimestamp) || (o.ExpireTimestamp < 0 && now-base >= ret) {
+				tps = append(tps, tp)
+			}
+		}
+		managedExpired := g.protocolType != "" && g.empty && now-g.emptySince >= ret && len(g.offsets) == 0
+		if len(tps) > 0 || managedExpired {
+			todo = append(todo, expiry{id, tps})
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range todo {
+		if s.hooks.Active != nil && s.hooks.Active(e.group) {
+			continue
+		}
+		recs := s.groupTombstones(e.group, e.tps)
+		gone := false
+		for _, r := range recs {
+			gone = gone || r.isGroup
+		}
+		if !gone {
+			s.mu.Lock()
+			g := s.mu.groups[e.group]
+			gone = g != nil && g.meta == nil && len(g.offsets) == len(e.tps)
+			s.mu.Unlock()
+		}
+		group := e.group
+		s.write(group, recs, func(err error) {
+			if err == nil && gone && s.hooks.Expired != nil {
+				s.hooks.Expired(group)
+			}
+		})
+	}
+}
