@@ -62,6 +62,7 @@ func apiTable() []api {
 	table = append(table, adminAPIs()...)
 	table = append(table, dataAPIs()...)
 	table = append(table, groupAPIs()...)
+	table = append(table, offsetAPIs()...)
 	return table
 }
 

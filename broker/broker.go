@@ -15,6 +15,7 @@ import (
 
 	"github.com/kbroker/kbroker/flush"
 	"github.com/kbroker/kbroker/group"
+	"github.com/kbroker/kbroker/offsets"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition"
 	"github.com/kbroker/kbroker/sendfile"
@@ -34,6 +35,10 @@ type Broker struct {
 	pids     *producerIDManager
 	sessions *fetchSessions
 	groups   *group.Coordinator
+	// offsets is the committed-offsets store, opened at start-up or when
+	// a group first needs it (groupOffsets).
+	offsets   atomic.Pointer[offsets.Store]
+	offsetsMu sync.Mutex
 	budget   *byteBudget
 
 	ln        net.Listener
@@ -113,6 +118,11 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	if b.groups, err = group.New(cfg.groupConfig(), group.WithStateHook(b.onGroupState)); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("broker: group coordinator: %w", err)
+	}
+	if _, err := b.groupOffsets(false); err != nil {
+		b.groups.Close()
+		store.Close()
+		return nil, fmt.Errorf("broker: group offsets: %w", err)
 	}
 	b.lg.Info("store opened",
 		zap.String("dir", cfg.DataDir),
@@ -265,6 +275,11 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	var errs []error
+	if s := b.offsets.Load(); s != nil {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := b.store.Close(); err != nil {
 		errs = append(errs, err)
 	}

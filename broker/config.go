@@ -202,6 +202,9 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// durationMinutes converts a *.minutes property.
+func durationMinutes(m int64) time.Duration { return time.Duration(m) * time.Minute }
+
 // groupConfig is what the group coordinator takes of the settings.
 func (c *Config) groupConfig() group.Config {
 	return group.Config{

@@ -43,7 +43,7 @@ func StartInProcess(dataDir string, edit func(*Config), opts ...Option) (*InProc
 		return nil, err
 	}
 	if err := b.Start(); err != nil {
-		b.store.Close()
+		b.Shutdown(context.Background())
 		ip.cleanup()
 		return nil, err
 	}

@@ -1,6 +1,118 @@
 package broker
 
-import "github.com/kbroker/kbroker/group"
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
 
-// onGroupState hears the group coordinator's state changes.
-func (b *Broker) onGroupState(groupID string, s group.State) {}
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+
+	"github.com/kbroker/kbroker/group"
+	"github.com/kbroker/kbroker/offsets"
+	"github.com/kbroker/kbroker/partition"
+	"github.com/kbroker/kbroker/topic"
+)
+
+// groupOffsets returns the committed-offsets store, opening it on first
+// use. Like Kafka, the broker creates __consumer_offsets only when a group
+// first needs it (FindCoordinator for a group, a commit), so a broker that
+// never saw a group lists no internal topic; with create unset a missing
+// topic means no offsets (nil, nil). After a restart the store opens at
+// start-up if the topic exists.
+func (b *Broker) groupOffsets(create bool) (*offsets.Store, error) {
+	if s := b.offsets.Load(); s != nil {
+		return s, nil
+	}
+	b.offsetsMu.Lock()
+	defer b.offsetsMu.Unlock()
+	if s := b.offsets.Load(); s != nil {
+		return s, nil
+	}
+	t, ok := b.topics.Get(topic.GroupMetadataTopic)
+	if !ok && !create {
+		return nil, nil
+	}
+	if !ok {
+		// Kept forever: the offsets store's snapshots move its log
+		// start, and time or size retention must never drop records
+		// that no snapshot covers yet.
+		maxBytes := strconv.Itoa(int(b.cfg.MaxRequestBytes))
+		forever := "-1"
+		var err error
+		t, err = b.topics.CreateInternal(topic.GroupMetadataTopic, b.cfg.OffsetsTopicPartitions, map[string]*string{
+			"max.message.bytes": &maxBytes,
+			"retention.ms":      &forever,
+			"retention.bytes":   &forever,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("create %s: %w", topic.GroupMetadataTopic, err)
+		}
+	}
+	parts := b.store.Partitions(partition.TopicID(t.ID))
+	if int32(len(parts)) != t.Partitions {
+		return nil, fmt.Errorf("%s: %d of %d partitions in the store", t.Name, len(parts), t.Partitions)
+	}
+	s, err := offsets.Open(offsets.Config{
+		Dir:              filepath.Join(b.cfg.DataDir, "metadata"),
+		Retention:        durationMinutes(b.cfg.OffsetsRetentionMinutes),
+		CheckInterval:    b.cfg.OffsetsRetentionCheckInterval,
+		SnapshotInterval: b.cfg.OffsetsSnapshotInterval,
+	}, b.store, parts, offsets.Hooks{Active: b.groupActive, Expired: b.groupExpired}, b.lg)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range s.Groups() {
+		b.groups.Restore(g.Group, g.ProtocolType, g.Generation)
+	}
+	b.offsets.Store(s)
+	return s, nil
+}
+
+// committedOffsets is the store for a request that must write (a commit):
+// opened or created on demand; a failure is COORDINATOR_NOT_AVAILABLE,
+// which clients retry.
+func (b *Broker) committedOffsets() (*offsets.Store, error) {
+	s, err := b.groupOffsets(true)
+	if err != nil {
+		b.lg.Error("open group offsets", zap.Error(err))
+		return nil, fmt.Errorf("%w: %w", kerr.CoordinatorNotAvailable, err)
+	}
+	return s, nil
+}
+
+// onGroupState records each generation and each emptying of a group in
+// __consumer_offsets, as Kafka writes group metadata, so that a restart
+// knows the group and since when it has been empty. A group that moved on
+// before the hook ran is recorded by the hook of its newer state.
+func (b *Broker) onGroupState(groupID string, s group.State) {
+	store := b.offsets.Load()
+	if s == group.Dead || store == nil {
+		return // DeleteGroups and expiry write the tombstones
+	}
+	d, err := b.groups.Describe(groupID)
+	if err != nil || d.State != s {
+		return
+	}
+	rec := offsets.GroupRecord{Group: groupID, ProtocolType: d.ProtocolType, Generation: d.Generation, Protocol: d.Protocol, Leader: d.Leader}
+	for _, m := range d.Members {
+		rec.Members = append(rec.Members, offsets.Member{
+			MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			Subscription: m.Metadata, Assignment: m.Assignment,
+		})
+	}
+	store.RecordGroup(rec)
+}
+
+// groupActive tells the offsets store whether a group has members.
+func (b *Broker) groupActive(groupID string) bool {
+	d, err := b.groups.Describe(groupID)
+	return err != nil || (d.State != group.Empty && d.State != group.Dead)
+}
+
+// groupExpired forgets a group whose offsets all expired while empty.
+func (b *Broker) groupExpired(groupID string) {
+	if err := b.groups.Delete(groupID); err != nil {
+		b.lg.Debug("expired group not deleted", zap.String("group", groupID), zap.Error(err))
+	}
+}

@@ -1,0 +1,47 @@
+package broker
+
+// DeleteGroups (key 42), v0–newest: deletes Empty groups and their
+// committed offsets. As in Kafka: a group with members is NON_EMPTY_GROUP,
+// a missing one GROUP_ID_NOT_FOUND (error messages from v3); the response waits until the
+// tombstones in __consumer_offsets are durable. The same group named twice
+// is answered twice.
+
+import (
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (result, error) {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	resp.Groups = make([]kmsg.DeleteGroupsResponseGroup, len(req.Groups))
+	var deleted []int
+	for i, g := range req.Groups {
+		resp.Groups[i].Group = g
+		if err := b.groups.Delete(g); err != nil {
+			resp.Groups[i].ErrorCode = errorCode(err)
+			if req.Version >= 3 {
+				resp.Groups[i].ErrorMessage = errorMessage(err)
+			}
+			continue
+		}
+		deleted = append(deleted, i)
+	}
+	store, _ := b.groupOffsets(false)
+	if len(deleted) == 0 || store == nil {
+		return now(resp) // no offsets topic: nothing was committed
+	}
+	ready := make(chan struct{})
+	var left atomic.Int32
+	left.Store(int32(len(deleted)))
+	for _, i := range deleted {
+		slot := &resp.Groups[i]
+		store.DeleteGroup(slot.Group, func(err error) {
+			slot.ErrorCode = coordinatorWriteCode(err)
+			if left.Add(-1) == 0 {
+				close(ready)
+			}
+		})
+	}
+	return result{resp: resp, ready: ready}, nil
+}

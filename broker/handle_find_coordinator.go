@@ -1,0 +1,88 @@
+package broker
+
+// FindCoordinator v0–v6, as Kafka 4's KafkaApis.handleFindCoordinatorRequest
+// and getCoordinator on a cluster of one broker.
+//
+// This broker coordinates every group (key type 0) and every transactional
+// id (key type 1): the answer is its node id and advertised host and port.
+// Kafka answers whatever the key is, the empty string included (the key is
+// only hashed to a partition of __consumer_offsets or
+// __transaction_state), and so does kbroker: an empty group id is refused
+// later, by the group APIs (INVALID_GROUP_ID). Share groups (key type 2,
+// v6+, KIP-932) have no coordinator here, which Kafka answers with
+// INVALID_REQUEST, as it does type 2 below v6 and any unknown type. An
+// error carries node id -1, an empty host and port -1 (Kafka's
+// Node.noNode) and Kafka's default message for the code.
+//
+// Deviations from Apache Kafka:
+//   - A successful v1–v3 answer has a null error message; Kafka sends the
+//     string "NONE".
+//   - A key asked for more than once (v4+) is answered once, at its first
+//     place, as Metadata does with topics here: Kafka answers every copy,
+//     so a request of repeated short keys gets a response many times its
+//     size. Clients ask for distinct keys.
+//
+// Versions: v1 key type (transactional ids) and error message; v2
+// throttle; v3 flexible; v4 batched keys with one result each (KIP-699);
+// v5 TRANSACTION_ABORTABLE may be returned (KIP-890, never here); v6 share
+// group keys (KIP-932).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Coordinator key types (Kafka's FindCoordinatorRequest.CoordinatorType).
+const (
+	coordinatorGroup       = 0
+	coordinatorTransaction = 1
+)
+
+func (b *Broker) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest) (result, error) {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	// v0 has no key type and always means a group.
+	err := coordinatorKeyTypeError(req.CoordinatorType)
+	if err == nil && req.CoordinatorType == coordinatorGroup {
+		// Kafka creates __consumer_offsets when a group coordinator is
+		// first looked up; until it can, the answer is retriable.
+		if _, oerr := b.committedOffsets(); oerr != nil {
+			err = kerr.CoordinatorNotAvailable
+		}
+	}
+	node, host, port := b.cfg.NodeID, b.advHost, b.advPort
+	var code int16
+	var msg *string
+	if err != nil {
+		node, host, port = -1, "", -1
+		code, msg = err.Code, kmsg.StringPtr(err.Description)
+	}
+	if req.Version < 4 {
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		resp.NodeID, resp.Host, resp.Port = node, host, port
+		return now(resp)
+	}
+	resp.Coordinators = make([]kmsg.FindCoordinatorResponseCoordinator, 0, len(req.CoordinatorKeys))
+	seen := make(map[string]bool, len(req.CoordinatorKeys))
+	for _, key := range req.CoordinatorKeys {
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		rc := kmsg.NewFindCoordinatorResponseCoordinator()
+		rc.Key = key
+		rc.NodeID, rc.Host, rc.Port = node, host, port
+		rc.ErrorCode, rc.ErrorMessage = code, msg
+		resp.Coordinators = append(resp.Coordinators, rc)
+	}
+	return now(resp)
+}
+
+// coordinatorKeyTypeError is nil for the key types this broker
+// coordinates, else INVALID_REQUEST (share groups and unknown types).
+func coordinatorKeyTypeError(keyType int8) *kerr.Error {
+	switch keyType {
+	case coordinatorGroup, coordinatorTransaction:
+		return nil
+	}
+	return kerr.InvalidRequest
+}

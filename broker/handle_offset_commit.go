@@ -1,0 +1,160 @@
+package broker
+
+// OffsetCommit (key 8), v0–v10. Offsets go to the group's partition of
+// __consumer_offsets (package offsets) and the response waits until they
+// are durable by the flush mode, so an acknowledged commit survives a
+// kill -9 in sync mode. The rules are Kafka 4's OffsetMetadataManager:
+//
+//   - membership: group.Coordinator.ValidateCommit; a commit with
+//     generation -1 and no member id is a simple consumer's (or the admin
+//     client's) and creates an Empty group when there is none. From v9 a
+//     member's commit to a missing group is GROUP_ID_NOT_FOUND, before it
+//     ILLEGAL_GENERATION, as in Kafka.
+//   - each partition must exist (UNKNOWN_TOPIC_OR_PARTITION; v10 names
+//     topics by id: UNKNOWN_TOPIC_ID); metadata longer than
+//     offset.metadata.max.bytes (4096) is OFFSET_METADATA_TOO_LARGE.
+//   - v2–v4 retention_time_ms other than -1 sets an explicit expiry.
+//   - write failures map as Kafka maps them for coordinator writes
+//     (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...), so clients retry.
+//
+// v0–v1 are below Kafka 4's floor; served for old clients with the same
+// rules (v1's per-partition commit timestamp is ignored, as Kafka 2.1+
+// ignores it for expiry).
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/group"
+	"github.com/kbroker/kbroker/offsets"
+	"github.com/kbroker/kbroker/topic"
+)
+
+// offsetMetadataMaxBytes is Kafka's offset.metadata.max.bytes default.
+const offsetMetadataMaxBytes = 4096
+
+func (b *Broker) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) (result, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(req.Topics))
+	// Where each committed partition's error code goes.
+	var commits []offsets.Commit
+	var slots []*int16
+	groupErr := b.validateOffsetCommit(req)
+	nowMs := time.Now().UnixMilli()
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &resp.Topics[i]
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(rt.Partitions))
+		t, topicCode := b.offsetTopic(req.Version >= 10, rt.Topic, rt.TopicID)
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			sp.Partition = rp.Partition
+			switch {
+			case groupErr != nil:
+				sp.ErrorCode = errorCode(groupErr)
+			case topicCode != 0:
+				sp.ErrorCode = topicCode
+			case rp.Partition < 0 || rp.Partition >= t.Partitions:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.Metadata != nil && len(*rp.Metadata) > offsetMetadataMaxBytes:
+				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			default:
+				cm := offsets.Commit{
+					TopicPartition:  offsets.TopicPartition{Topic: t.Name, Partition: rp.Partition},
+					Offset:          rp.Offset,
+					LeaderEpoch:     rp.LeaderEpoch,
+					ExpireTimestamp: -1,
+				}
+				if req.Version < 6 {
+					cm.LeaderEpoch = -1
+				}
+				if rp.Metadata != nil {
+					cm.Metadata = *rp.Metadata
+				}
+				if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
+					cm.ExpireTimestamp = nowMs + req.RetentionTimeMillis
+				}
+				commits = append(commits, cm)
+				slots = append(slots, &sp.ErrorCode)
+			}
+		}
+	}
+	if len(commits) == 0 {
+		return now(resp)
+	}
+	store, err := b.committedOffsets()
+	if err != nil {
+		for _, s := range slots {
+			*s = errorCode(err)
+		}
+		return now(resp)
+	}
+	ready := make(chan struct{})
+	store.Commit(req.Group, commits, func(err error) {
+		if code := coordinatorWriteCode(err); code != 0 {
+			for _, s := range slots {
+				*s = code
+			}
+		}
+		close(ready)
+	})
+	return result{resp: resp, ready: ready}, nil
+}
+
+// validateOffsetCommit checks the committing member against the group.
+func (b *Broker) validateOffsetCommit(req *kmsg.OffsetCommitRequest) error {
+	instance := ""
+	if req.InstanceID != nil {
+		instance = *req.InstanceID
+	}
+	err := b.groups.ValidateCommit(req.Group, req.MemberID, instance, req.Generation)
+	if errors.Is(err, kerr.IllegalGeneration) && req.Version >= 9 {
+		if d, derr := b.groups.Describe(req.Group); derr == nil && d.State == group.Dead {
+			return kerr.GroupIDNotFound
+		}
+	}
+	return err
+}
+
+// offsetTopic finds a topic named in an offsets request, by id (byID) or
+// by name, or returns the error code for its partitions.
+func (b *Broker) offsetTopic(byID bool, name string, id [16]byte) (topic.Topic, int16) {
+	if byID {
+		t, ok := b.topics.ByID(topic.ID(id))
+		if !ok {
+			return t, kerr.UnknownTopicID.Code
+		}
+		return t, 0
+	}
+	t, ok := b.topics.Get(name)
+	if !ok {
+		return t, kerr.UnknownTopicOrPartition.Code
+	}
+	return t, 0
+}
+
+// coordinatorWriteCode maps a failed write of coordinator state to the
+// code clients expect (Kafka's CoordinatorRuntime error mapping of
+// appendRecordsErrorMapping): they retry COORDINATOR_NOT_AVAILABLE and
+// look for the coordinator again on NOT_COORDINATOR.
+func coordinatorWriteCode(err error) int16 {
+	code := errorCode(err)
+	switch code {
+	case 0:
+		return 0
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code, kerr.RequestTimedOut.Code:
+		return kerr.CoordinatorNotAvailable.Code
+	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
+		return kerr.NotCoordinator.Code
+	case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidFetchSize.Code:
+		return kerr.InvalidCommitOffsetSize.Code
+	case kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+		return code
+	}
+	return kerr.UnknownServerError.Code
+}

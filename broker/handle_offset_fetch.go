@@ -1,0 +1,143 @@
+package broker
+
+// OffsetFetch (key 9), v0–v10: the committed offsets of one group (v0–v7)
+// or several (v8+), for the partitions asked or, with null topics (v2+),
+// for every partition the group committed. A partition without a
+// committed offset gets offset -1, leader epoch -1 and metadata "", with
+// no error, as in Kafka 4 (also for unknown topics; v10 names topics by
+// id, and an unknown id is UNKNOWN_TOPIC_ID). Offsets are visible only
+// once durable (package offsets), so require_stable (v7+), which concerns
+// transactional offsets, has nothing to wait for until transactions
+// exist. v9's member id and epoch concern KIP-848 groups; classic groups
+// ignore them, as Kafka does.
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/offsets"
+	"github.com/kbroker/kbroker/topic"
+)
+
+// fetchedPartition is one partition's answer in either response shape.
+type fetchedPartition struct {
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    *string
+	ErrorCode   int16
+}
+
+// fetchedTopic is one topic's answers.
+type fetchedTopic struct {
+	Topic      string
+	TopicID    [16]byte
+	Partitions []fetchedPartition
+}
+
+func (b *Broker) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (result, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	byID := req.Version >= 10
+	if req.Version < 8 {
+		var topics []kmsg.OffsetFetchRequestGroupTopic
+		all := req.Topics == nil && req.Version >= 2
+		for _, t := range req.Topics {
+			topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+		for _, ft := range b.fetchGroupOffsets(req.Group, all, topics, false, req.Version) {
+			rt := kmsg.OffsetFetchResponseTopic{Topic: ft.Topic}
+			for _, p := range ft.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseTopicPartition{
+					Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, ErrorCode: p.ErrorCode,
+				})
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return now(resp)
+	}
+	for _, g := range req.Groups {
+		rg := kmsg.OffsetFetchResponseGroup{Group: g.Group}
+		for _, ft := range b.fetchGroupOffsets(g.Group, g.Topics == nil, g.Topics, byID, req.Version) {
+			rt := kmsg.OffsetFetchResponseGroupTopic{Topic: ft.Topic, TopicID: ft.TopicID}
+			for _, p := range ft.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition{
+					Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, ErrorCode: p.ErrorCode,
+				})
+			}
+			rg.Topics = append(rg.Topics, rt)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return now(resp)
+}
+
+// fetchGroupOffsets answers for one group: every committed partition when
+// all is set, else the partitions asked.
+func (b *Broker) fetchGroupOffsets(groupID string, all bool, asked []kmsg.OffsetFetchRequestGroupTopic, byID bool, version int16) []fetchedTopic {
+	var committed map[offsets.TopicPartition]offsets.Offset
+	if store, _ := b.groupOffsets(false); store != nil {
+		committed = store.Fetch(groupID)
+	}
+	empty := ""
+	answer := func(tp offsets.TopicPartition) fetchedPartition {
+		o, ok := committed[tp]
+		if !ok {
+			return fetchedPartition{Partition: tp.Partition, Offset: -1, LeaderEpoch: -1, Metadata: &empty}
+		}
+		md := o.Metadata
+		fp := fetchedPartition{Partition: tp.Partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: &md}
+		if version < 5 {
+			fp.LeaderEpoch = -1
+		}
+		return fp
+	}
+	var out []fetchedTopic
+	if all {
+		byTopic := map[string][]int32{}
+		for tp := range committed {
+			byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
+		}
+		for name, parts := range byTopic {
+			ft := fetchedTopic{Topic: name}
+			if byID {
+				t, ok := b.topics.Get(name)
+				if !ok {
+					continue // deleted: no id to report it by
+				}
+				ft.TopicID = t.ID
+			}
+			slices.Sort(parts)
+			for _, p := range parts {
+				ft.Partitions = append(ft.Partitions, answer(offsets.TopicPartition{Topic: name, Partition: p}))
+			}
+			out = append(out, ft)
+		}
+		slices.SortFunc(out, func(a, b fetchedTopic) int { return cmp.Compare(a.Topic, b.Topic) })
+		return out
+	}
+	for _, at := range asked {
+		ft := fetchedTopic{Topic: at.Topic, TopicID: at.TopicID}
+		name := at.Topic
+		code := int16(0)
+		if byID {
+			t, ok := b.topics.ByID(topic.ID(at.TopicID))
+			if ok {
+				name = t.Name
+			} else {
+				code = kerr.UnknownTopicID.Code
+			}
+		}
+		for _, p := range at.Partitions {
+			if code != 0 {
+				ft.Partitions = append(ft.Partitions, fetchedPartition{Partition: p, Offset: -1, LeaderEpoch: -1, ErrorCode: code})
+				continue
+			}
+			ft.Partitions = append(ft.Partitions, answer(offsets.TopicPartition{Topic: name, Partition: p}))
+		}
+		out = append(out, ft)
+	}
+	return out
+}
