@@ -15,8 +15,8 @@ import (
 
 	"github.com/kbroker/kbroker/flush"
 	"github.com/kbroker/kbroker/group"
-	"github.com/kbroker/kbroker/offsets"
 	klog "github.com/kbroker/kbroker/log"
+	"github.com/kbroker/kbroker/offsets"
 	"github.com/kbroker/kbroker/partition"
 	"github.com/kbroker/kbroker/sendfile"
 	"github.com/kbroker/kbroker/topic"
@@ -39,7 +39,7 @@ type Broker struct {
 	// a group first needs it (groupOffsets).
 	offsets   atomic.Pointer[offsets.Store]
 	offsetsMu sync.Mutex
-	budget   *byteBudget
+	budget    *byteBudget
 
 	ln        net.Listener
 	advHost   string
