@@ -69,27 +69,26 @@ func (s *Store) DeleteGroup(group string, done func(error)) {
 // is nil, counting writes not yet applied, so that a commit racing with
 // the deletion does not outlive it) and, when all go, for its metadata.
 func (s *Store) groupTombstones(group string, only []TopicPartition) []rec {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g := s.mu.groups[group]
 	tps := map[TopicPartition]bool{}
 	for _, tp := range only {
 		tps[tp] = true
 	}
 	if only == nil {
-		if g != nil {
-			for tp := range g.offsets {
-				tps[tp] = true
+		// Pending writes first: one that applies meanwhile is then
+		// found in the group's offsets below (the log's lock comes
+		// before s.mu, so the two cannot be read at once).
+		s.log.EachPending(func(r *rec) {
+			if r.group == group && !r.isGroup {
+				tps[r.tp] = true
 			}
-		}
-		for _, q := range s.mu.pending {
-			for _, w := range q {
-				for _, r := range w.recs {
-					if r.group == group && !r.isGroup {
-						tps[r.tp] = true
-					}
-				}
-			}
+		})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.mu.groups[group]
+	if only == nil && g != nil {
+		for tp := range g.offsets {
+			tps[tp] = true
 		}
 	}
 	recs := make([]rec, 0, len(tps)+1)

@@ -26,7 +26,9 @@
 // snapshot and replays only the records from the cut on. A cut never
 // passes what the commit log has made durable, so after a power loss the
 // records past it are either there to replay or lost together with what
-// followed them; nothing below the cut is ever needed again.
+// followed them; nothing below the cut is ever needed again. These
+// mechanics (the write queue, the snapshot file, replay) live in coordlog,
+// which the transaction coordinator shares.
 //
 // # Expiry
 //

@@ -2,7 +2,6 @@ package offsets
 
 import (
 	"fmt"
-	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -192,15 +191,4 @@ func decodeRec(key, value []byte) (r rec, ok bool, err error) {
 		return r, true, nil
 	}
 	return rec{}, false, nil
-}
-
-// partitionFor places a group on a partition of __consumer_offsets as
-// Kafka does: Utils.abs(groupId.hashCode()) % partitions, with Java's
-// String.hashCode over UTF-16 code units.
-func partitionFor(group string, partitions int) int {
-	var h int32
-	for _, u := range utf16.Encode([]rune(group)) {
-		h = 31*h + int32(u)
-	}
-	return int(h&0x7fffffff) % partitions
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/coordlog"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition"
 )
@@ -79,6 +80,7 @@ func (e *env) restart(crash bool) {
 		e.s.mu.Lock()
 		e.s.mu.closed = true
 		e.s.mu.Unlock()
+		e.s.log.Close()
 		close(e.s.stop)
 		e.s.wg.Wait()
 	} else if err := e.s.Close(); err != nil {
@@ -271,7 +273,7 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 	os.WriteFile(path, b, 0o644)
 	e.ps.Close()
 	_, err = Open(Config{Dir: filepath.Dir(path), Retention: time.Hour, CheckInterval: time.Hour, SnapshotInterval: time.Hour}, e.ps, e.ps.Partitions(offsetsTopic), Hooks{}, nil)
-	if !errors.Is(err, errCorrupt) {
+	if !errors.Is(err, coordlog.ErrCorrupt) {
 		t.Fatalf("open with a corrupt snapshot: %v", err)
 	}
 	e.s, e.ps = nil, nil
@@ -286,19 +288,4 @@ func TestWriteAfterClose(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	e.s = nil
-}
-
-func TestPartitionForMatchesKafka(t *testing.T) {
-	// Java: "hello".hashCode() == 99162322; "".hashCode() == 0; and
-	// a hash with the sign bit set is masked, not negated (Utils.abs).
-	if got := partitionFor("hello", 50); got != 99162322%50 {
-		t.Errorf("hello: %d", got)
-	}
-	if got := partitionFor("", 7); got != 0 {
-		t.Errorf("empty: %d", got)
-	}
-	// "polygenelubricants".hashCode() == Integer.MIN_VALUE.
-	if got := partitionFor("polygenelubricants", 50); got != 0 {
-		t.Errorf("min value: %d", got)
-	}
 }
