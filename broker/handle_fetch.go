@@ -9,14 +9,25 @@ package broker
 // when larger than the limits, so a consumer always makes progress; after
 // it, batches are added while max_bytes and partition_max_bytes allow.
 // Long polling: with fewer than min_bytes available the request parks
-// until the high watermark of one of its partitions moves or max_wait_ms
-// passes; the connection keeps reading other requests meanwhile.
+// until the end of what it may read moves in one of its partitions (the
+// high watermark, or for read_committed the last stable offset) or
+// max_wait_ms passes; the connection keeps reading other requests
+// meanwhile.
+//
+// Isolation (KIP-98, v4+): read_uncommitted (0) reads up to the high
+// watermark; read_committed (1) up to the last stable offset, and each
+// partition answered without error lists the aborted transactions of the
+// range it returns (from the fetch offset to the end of the last batch
+// sent; Kafka bounds it by the next offset-index entry instead, a superset
+// that clients treat the same). Every partition reports its last stable
+// offset; aborted transactions are null for read_uncommitted and for
+// errors, as in Kafka.
 //
 // Fetch sessions (KIP-227, v7+) are in fetch_session.go.
 //
-// Differences from Kafka: read_committed reads up to the high watermark (no
-// transactions yet, so the last stable offset equals it). Batches are never
-// cut mid-batch.
+// Differences from Kafka: batches are never cut mid-batch. An isolation
+// level other than 0 and 1 reads as read_uncommitted (Kafka fails the
+// request).
 
 import (
 	"reflect"
@@ -43,6 +54,10 @@ type fetchResult struct {
 	ranges []partition.Range
 	// spans backs every partition's protocol.FetchPartition.Ranges.
 	spans []protocol.FetchRange
+	// aborted backs every partition's AbortedTransactions
+	// (read_committed); abortScratch receives them from the partition.
+	aborted      []protocol.AbortedTransaction
+	abortScratch []partition.AbortedTxn
 }
 
 var fetchResults = sync.Pool{New: func() any { return new(fetchResult) }}
@@ -64,13 +79,19 @@ func (f *fetchResult) recycle() {
 	f.release()
 	clear(f.spans)
 	f.spans = f.spans[:0]
+	f.aborted = f.aborted[:0]
 	clear(f.frame.Splices)
 	f.frame.Splices = f.frame.Splices[:0]
-	if cap(f.ranges) > maxPooledRanges || cap(f.spans) > maxPooledRanges || cap(f.frame.Bytes) > 1<<20 {
+	if cap(f.ranges) > maxPooledRanges || cap(f.spans) > maxPooledRanges || cap(f.frame.Bytes) > 1<<20 ||
+		cap(f.aborted) > maxPooledRanges {
 		return
 	}
 	fetchResults.Put(f)
 }
+
+// noAborted is the empty, non-null aborted-transaction list of a
+// read_committed partition without aborts.
+var noAborted = []protocol.AbortedTransaction{}
 
 // maxPooledRanges bounds the range lists kept in the pool.
 const maxPooledRanges = 1 << 16
@@ -84,8 +105,11 @@ type fetchPart struct {
 	errCode  int16
 	offset   int64
 	maxBytes int64
-	lastHW   int64
-	out      protocol.FetchPartition
+	// lastEnd is the end of what the last read could see: the high
+	// watermark, or the last stable offset for read_committed. A parked
+	// fetch waits for it to move.
+	lastEnd int64
+	out     protocol.FetchPartition
 }
 
 // fetchPlan is a decoded fetch request.
@@ -93,9 +117,11 @@ type fetchPlan struct {
 	version  int16
 	maxBytes int64
 	minBytes int64
-	topics   []protocol.FetchTopic
-	parts    []fetchPart
-	sr       sessionRequest
+	// committed is isolation level read_committed (v4+).
+	committed bool
+	topics    []protocol.FetchTopic
+	parts     []fetchPart
+	sr        sessionRequest
 }
 
 func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
@@ -142,7 +168,8 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 
 // planFetch resolves the requested topics and partitions.
 func (b *Broker) planFetch(req *kmsg.FetchRequest, topics []kmsg.FetchRequestTopic) *fetchPlan {
-	plan := &fetchPlan{version: req.Version, maxBytes: int64(req.MaxBytes), minBytes: int64(req.MinBytes)}
+	plan := &fetchPlan{version: req.Version, maxBytes: int64(req.MaxBytes), minBytes: int64(req.MinBytes),
+		committed: req.Version >= 4 && req.IsolationLevel == 1}
 	if plan.maxBytes < 0 {
 		// Kafka answers max_bytes ≤ 0 with the KIP-74 minimum: the first
 		// batch only.
@@ -195,6 +222,7 @@ func (b *Broker) planFetch(req *kmsg.FetchRequest, topics []kmsg.FetchRequestTop
 func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
 	fr.release()
 	fr.spans = fr.spans[:0]
+	fr.aborted = fr.aborted[:0]
 	remaining := plan.maxBytes
 	var total int64
 	anyErr := false
@@ -205,7 +233,14 @@ func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
 		if fp.errCode == 0 {
 			limit := min(fp.maxBytes, remaining)
 			start := len(fr.ranges)
-			res, rs, err := fp.p.Read(fp.offset, limit, total == 0, fr.ranges)
+			var res partition.ReadResult
+			var rs []partition.Range
+			var err error
+			if plan.committed {
+				res, rs, err = fp.p.ReadCommitted(fp.offset, limit, total == 0, fr.ranges)
+			} else {
+				res, rs, err = fp.p.Read(fp.offset, limit, total == 0, fr.ranges)
+			}
 			fr.ranges = rs
 			if err != nil {
 				out.ErrorCode = errorCode(err)
@@ -223,16 +258,43 @@ func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
 				// that reallocates leaves it pointing at the old array,
 				// which stays valid.
 				out.Ranges = fr.spans[first:len(fr.spans):len(fr.spans)]
+				if plan.committed {
+					out.AbortedTransactions = fr.abortedFor(fp.p, fp.offset, res)
+				}
 				total += res.Bytes
 				remaining -= res.Bytes
 			}
-			fp.lastHW = res.HighWatermark
+			fp.lastEnd = res.HighWatermark
+			if plan.committed {
+				fp.lastEnd = res.LastStableOffset
+			}
 		} else {
 			anyErr = true
 		}
 		fp.out = out
 	}
 	return total, anyErr
+}
+
+// abortedFor lists the aborted transactions of the range a read_committed
+// read returned, from the fetch offset to the end of its last batch, in a
+// sub-slice of f.aborted; never nil, so that the response carries an empty
+// list rather than null.
+func (f *fetchResult) abortedFor(p *partition.Partition, offset int64, res partition.ReadResult) []protocol.AbortedTransaction {
+	if res.Bytes == 0 {
+		return noAborted
+	}
+	f.abortScratch = p.AbortedTransactions(offset, res.NextOffset, f.abortScratch[:0])
+	if len(f.abortScratch) == 0 {
+		return noAborted
+	}
+	first := len(f.aborted)
+	for _, a := range f.abortScratch {
+		f.aborted = append(f.aborted, protocol.AbortedTransaction(a))
+	}
+	// As with spans: a later append that reallocates leaves this
+	// sub-slice on the old array, which stays valid.
+	return f.aborted[first:len(f.aborted):len(f.aborted)]
 }
 
 // assembleFetch groups the partitions' answers into topics. In an
@@ -271,9 +333,13 @@ func (b *Broker) assembleFetch(plan *fetchPlan, fr *fetchResult) bool {
 	return news
 }
 
-// parkFetch waits until the high watermark of a partition moves past
-// what the last read saw, the wait ends, the connection closes, or the
-// broker stops. It blocks on channels only: no polling.
+// parkFetch waits until the end of what a partition's last read could see
+// moves (its high watermark, or for read_committed its last stable
+// offset), the wait ends, the connection closes, or the broker stops. It
+// blocks on channels only: no polling. A partition shares one channel for
+// both ends, so a read_committed fetch may be woken by a move of the high
+// watermark alone (data behind an open transaction); it then waits again
+// instead of answering early with nothing new.
 func (b *Broker) parkFetch(c *conn, plan *fetchPlan, wait time.Duration) {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -282,12 +348,35 @@ func (b *Broker) parkFetch(c *conn, plan *fetchPlan, wait time.Duration) {
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ctx.Done())},
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.stop)},
 	}
-	for _, fp := range plan.parts {
-		if fp.p != nil {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(fp.p.Wait(fp.lastHW))})
+	const fixed = 3
+	var parked []*fetchPart
+	for i := range plan.parts {
+		if fp := &plan.parts[i]; fp.p != nil {
+			parked = append(parked, fp)
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(plan.waitFor(fp))})
 		}
 	}
-	reflect.Select(cases)
+	for {
+		chosen, _, _ := reflect.Select(cases)
+		if chosen < fixed {
+			return
+		}
+		ch := plan.waitFor(parked[chosen-fixed])
+		select {
+		case <-ch:
+			return // it moved
+		default:
+			cases[chosen].Chan = reflect.ValueOf(ch)
+		}
+	}
+}
+
+// waitFor is the channel that closes when what fp may read grows.
+func (plan *fetchPlan) waitFor(fp *fetchPart) <-chan struct{} {
+	if plan.committed {
+		return fp.p.WaitStable(fp.lastEnd)
+	}
+	return fp.p.Wait(fp.lastEnd)
 }
 
 // encodeFetch builds the response frame; the writer patches in the

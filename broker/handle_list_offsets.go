@@ -13,18 +13,21 @@ package broker
 // Each partition is answered by partition.Partition.OffsetForTime: -1 the
 // high watermark, -2 the log start offset, -3 the record with the largest
 // timestamp, a timestamp ≥ 0 the first record at or after it, all among
-// visible records (below the high watermark). Without tiered storage, as in
-// Kafka's UnifiedLog.fetchOffsetByTimestamp, -4 is the log start offset and
-// -5 and -6 answer offset -1 with timestamp -1 and leader epoch -1.
-// A special timestamp the request's version does not know, or any other
-// negative one, is UNSUPPORTED_VERSION (ReplicaManager's
-// isListOffsetsTimestampUnsupported); a partition named twice is
-// INVALID_REQUEST (Kafka's duplicatePartitions). READ_COMMITTED answers like
-// READ_UNCOMMITTED: without transactions the last stable offset is the high
-// watermark. The leader epoch is always 0: LeaderEpoch is 0 whenever an
-// offset is found, and a CurrentLeaderEpoch above 0 is UNKNOWN_LEADER_EPOCH,
-// below -1 FENCED_LEADER_EPOCH (Partition.checkCurrentLeaderEpoch).
-// ReplicaID is not checked (one node, no followers).
+// visible records (below the high watermark). READ_COMMITTED (v2+) uses
+// OffsetForTimeCommitted instead: -1 is the last stable offset and only
+// records below it count (Kafka's Partition.fetchOffsetForTimestamp with
+// lastFetchableOffset). Without tiered storage, as in Kafka's
+// UnifiedLog.fetchOffsetByTimestamp, -4 is the log start offset and -5 and
+// -6 answer offset -1 with timestamp -1 and leader epoch -1. A special
+// timestamp the request's version does not know, or any other negative one,
+// is UNSUPPORTED_VERSION (ReplicaManager's
+// isListOffsetsTimestampUnsupported); a partition named twice, or an
+// isolation level other than 0 and 1, is INVALID_REQUEST (Kafka's
+// duplicatePartitions). The leader epoch is always 0: LeaderEpoch is 0
+// whenever an offset is found, and a CurrentLeaderEpoch above 0 is
+// UNKNOWN_LEADER_EPOCH, below -1 FENCED_LEADER_EPOCH
+// (Partition.checkCurrentLeaderEpoch). ReplicaID is not checked (one node,
+// no followers).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,6 +51,7 @@ func (b *Broker) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (resul
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 	dups := listOffsetsDuplicates(req)
 	badIsolation := req.Version >= 2 && req.IsolationLevel != 0 && req.IsolationLevel != 1
+	committed := req.Version >= 2 && req.IsolationLevel == 1
 	k := 0
 	for i := range req.Topics {
 		rt, st := &req.Topics[i], &resp.Topics[i]
@@ -69,7 +73,7 @@ func (b *Broker) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (resul
 			case !known:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				b.listOffset(sp, b.store.Partition(partition.TopicID(t.ID), rp.Partition), rp, req.Version)
+				b.listOffset(sp, b.store.Partition(partition.TopicID(t.ID), rp.Partition), rp, req.Version, committed)
 			}
 		}
 	}
@@ -77,7 +81,8 @@ func (b *Broker) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (resul
 }
 
 // listOffset answers one partition; p may be nil (no such partition).
-func (b *Broker) listOffset(sp *kmsg.ListOffsetsResponseTopicPartition, p *partition.Partition, rp *kmsg.ListOffsetsRequestTopicPartition, version int16) {
+// committed is isolation level READ_COMMITTED.
+func (b *Broker) listOffset(sp *kmsg.ListOffsetsResponseTopicPartition, p *partition.Partition, rp *kmsg.ListOffsetsRequestTopicPartition, version int16, committed bool) {
 	if p == nil {
 		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return
@@ -91,7 +96,13 @@ func (b *Broker) listOffset(sp *kmsg.ListOffsetsResponseTopicPartition, p *parti
 	if rp.Timestamp == earliestPendingUploadTimestamp {
 		return // no tiered storage: offset, timestamp and epoch -1
 	}
-	offset, ts, err := p.OffsetForTime(rp.Timestamp)
+	var offset, ts int64
+	var err error
+	if committed {
+		offset, ts, err = p.OffsetForTimeCommitted(rp.Timestamp)
+	} else {
+		offset, ts, err = p.OffsetForTime(rp.Timestamp)
+	}
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
 		if sp.ErrorCode == kerr.UnknownServerError.Code {

@@ -102,7 +102,8 @@ func TestListOffsets(t *testing.T) {
 }
 
 // TestListOffsetsRequestErrors: duplicates and a bad isolation level are
-// INVALID_REQUEST; READ_COMMITTED answers like READ_UNCOMMITTED.
+// INVALID_REQUEST; without transactions READ_COMMITTED answers like
+// READ_UNCOMMITTED.
 func TestListOffsetsRequestErrors(t *testing.T) {
 	srv := newTestServer(t, nil)
 	dataTopic(t, srv, "t", 2, nil)

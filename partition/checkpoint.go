@@ -18,8 +18,8 @@ const checkpointName = "partitions"
 const checkpointVersion = 1
 
 // checkpoint is what the store persists about its partitions (Kafka's
-// log-start-offset and recovery-point checkpoints plus producer snapshots,
-// in one file).
+// log-start-offset and recovery-point checkpoints plus producer snapshots
+// and transaction indexes, in one file).
 //
 // Dispatched is a commit-log position below which every entry is indexed
 // in its consume queue and the queues were flushed: recovery re-indexes
@@ -35,6 +35,10 @@ type partitionCheckpoint struct {
 	LogStart  int64
 	Next      int64
 	Producers []byte
+	// Aborted is the aborted-transaction index (txn.go), taken with
+	// Producers: both cover the batches below Next. Omitted when empty,
+	// so that checkpoints without transactions keep their old form.
+	Aborted []byte `json:",omitempty"`
 }
 
 // checkpointFile is the JSON form: keys in hex, a checksum over the body.
@@ -135,6 +139,7 @@ func (s *Store) Checkpoint() error {
 		pc := partitionCheckpoint{LogStart: p.logStart.Load(), Next: p.mu.next}
 		p.mu.producers.Expire(s.cfg.Now().UnixMilli(), s.cfg.ProducerExpirationMs)
 		pc.Producers = p.mu.producers.AppendSnapshot(nil)
+		pc.Aborted = p.appendAbortedSnapshot(nil)
 		p.mu.Unlock()
 		if p.deleted.Load() {
 			continue

@@ -1,6 +1,7 @@
 // Package partition gives Kafka's partition semantics to kbroker's shared
 // commit log: topics' partitions, their consume queues, offsets, high
-// watermarks, idempotent producers, retention, and the flush-mode wiring
+// watermarks, idempotent and transactional producers, last stable offsets
+// and aborted-transaction indexes, retention, and the flush-mode wiring
 // that decides when appended data becomes durable and visible.
 //
 // # Write path
@@ -14,15 +15,31 @@
 // sync mode, and after the commit service wrote it in pool mode; each move
 // wakes the fetches parked on the partition (Partition.Wait).
 //
+// # Transactions
+//
+// A transactional batch (produced, through Partition.Append, or written by
+// a coordinator without a sequence, through Partition.AppendCoordinator)
+// opens a transaction of its producer on the partition;
+// Partition.AppendMarker writes the coordinator's COMMIT or ABORT marker,
+// which closes it. The last stable offset (Kafka's LSO) is the first
+// offset of the oldest transaction that is open or whose marker is not yet
+// visible, else the high watermark. Aborted transactions are indexed by
+// marker offset for read_committed fetches; the index and the open
+// transactions (in the producer snapshot) are checkpointed together and
+// rebuilt past the checkpoint by recovery (txn.go).
+//
 // # Read path
 //
 // Partition.Read binary-searches the consume queue and returns the batches
-// as held ranges of the commit-log files, ready for sendfile(2).
+// as held ranges of the commit-log files, ready for sendfile(2);
+// Partition.ReadCommitted stops at the last stable offset, and
+// Partition.AbortedTransactions lists the aborts of the range it returned.
 //
 // # Recovery
 //
 // The store checkpoints (metadata/partitions) each partition's log start
-// offset, next offset and producer snapshot, and the commit-log position
+// offset, next offset, producer snapshot and aborted-transaction index, and
+// the commit-log position
 // below which every consume queue is complete and flushed. Open re-indexes
 // the commit log from that position (or from its start when a queue lost
 // entries the checkpoint counted, e.g. its directory was deleted), so the
@@ -32,7 +49,10 @@
 //
 //	Store.topicsMu → Partition.mu → (log.CommitLog put lock) → Partition.vis → Store.vis
 //	Store.checkpointMu → Partition.mu
+//	Partition.mu → Partition.stable, Partition.mu → Partition.aborted (leaves)
 //
 // The flush services call Store.reveal without holding any of these; it
-// takes Store.vis, then each Partition.vis, never Partition.mu.
+// takes Store.vis, then each Partition.vis, never Partition.mu; once it has
+// released Partition.vis, moving the high watermark takes Partition.stable
+// and then Partition.vis again, one after the other, never nested.
 package partition

@@ -7,10 +7,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/partition/batch"
 )
 
 // The model-based test drives random operations against a Store and a plain
@@ -43,6 +46,47 @@ type storeModelPartition struct {
 	batches  []storeModelBatch
 	logStart int64
 	next     int64
+	// open maps a producer to the first offset of its open transaction.
+	open map[int64]int64
+	// aborted lists aborted transactions in marker order.
+	aborted []storeModelAborted
+}
+
+type storeModelAborted struct {
+	pid, first, last int64
+}
+
+// lso is Kafka's last stable offset once everything is visible: the
+// oldest open transaction's first offset, else the log end, never below
+// the log start.
+func (m *storeModelPartition) lso() int64 {
+	lso := m.next
+	for _, f := range m.open {
+		lso = min(lso, f)
+	}
+	return max(lso, m.logStart)
+}
+
+// abortedIn is Kafka's answer for [from, to): aborts whose marker is at or
+// after from and whose first offset is below to, in marker order.
+func (m *storeModelPartition) abortedIn(from, to int64) []AbortedTxn {
+	var out []AbortedTxn
+	for _, a := range m.aborted {
+		if a.last >= from && a.first < to && a.last >= m.logStart {
+			out = append(out, AbortedTxn{ProducerID: a.pid, FirstOffset: a.first})
+		}
+	}
+	return out
+}
+
+// storeModelTxnProducer is a transactional producer writing to two
+// partitions that the other transactional producers share, so that their
+// transactions interleave.
+type storeModelTxnProducer struct {
+	id      int64
+	parts   [][KeySize]byte
+	nextSeq map[[KeySize]byte]int32
+	touched map[[KeySize]byte]bool // partitions of the current transaction
 }
 
 // visible returns the model's records from offset on.
@@ -87,6 +131,7 @@ type storeModel struct {
 	s      *Store
 	parts  map[[KeySize]byte]*storeModelPartition
 	prods  []*storeModelProducer
+	txns   []*storeModelTxnProducer
 	rng    *rand.Rand
 	now    int64
 }
@@ -112,20 +157,32 @@ func runModel(t *testing.T, mode FlushMode, steps int, seed uint64) {
 	for i := byte(0); i < 3; i++ {
 		mt.topics = append(mt.topics, TopicSpec{ID: topicID(i), Name: "t" + string('a'+rune(i)), Partitions: 3, Config: DefaultTopicConfig()})
 		for p := int32(0); p < 3; p++ {
-			mt.parts[entryKey(topicID(i), p)] = &storeModelPartition{}
+			mt.parts[entryKey(topicID(i), p)] = &storeModelPartition{open: map[int64]int64{}}
 		}
 	}
 	for i := 0; i < 3; i++ {
 		// Producer i writes to partition i of topic i.
 		mt.prods = append(mt.prods, &storeModelProducer{id: int64(1000 + i), key: entryKey(topicID(byte(i)), int32(i))})
 	}
+	for i := 0; i < 3; i++ {
+		// Transactional producers share partition 0 of topic 0 and
+		// partition 1 of topic 1 (where idempotent producer 1 writes too).
+		mt.txns = append(mt.txns, &storeModelTxnProducer{
+			id:      int64(2000 + i),
+			parts:   [][KeySize]byte{entryKey(topicID(0), 0), entryKey(topicID(1), 1)},
+			nextSeq: map[[KeySize]byte]int32{},
+			touched: map[[KeySize]byte]bool{},
+		})
+	}
 	mt.open()
 	defer func() { mt.s.Close() }()
 	for step := 0; step < steps; step++ {
 		mt.now += int64(mt.rng.IntN(50))
 		switch r := mt.rng.IntN(100); {
-		case r < 60:
+		case r < 45:
 			mt.append()
+		case r < 60:
+			mt.txnStep()
 		case r < 72:
 			mt.checkRead(mt.randomPartition())
 		case r < 82:
@@ -161,20 +218,7 @@ func (mt *storeModel) open() {
 }
 
 // crash stops the store as a SIGKILL would: no checkpoint, no clean close.
-func (mt *storeModel) crash() {
-	s := mt.s
-	s.closed.Store(true)
-	close(s.stop)
-	s.wg.Wait()
-	if s.groupCommit != nil {
-		s.groupCommit.Close()
-	}
-	if s.flusher != nil {
-		s.flusher.Close()
-	}
-	s.clog.Abandon()
-	s.closePartitions()
-}
+func (mt *storeModel) crash() { crashStore(mt.s) }
 
 func (mt *storeModel) randomPartition() *Partition {
 	t := mt.topics[mt.rng.IntN(len(mt.topics))]
@@ -255,6 +299,122 @@ func (mt *storeModel) append() {
 	if hw := p.HighWatermark(); hw != m.next {
 		t.Fatalf("%s-%d: high watermark %d after a durable append, want %d", p.topic, p.index, hw, m.next)
 	}
+	if lso := p.LastStableOffset(); lso != m.lso() {
+		t.Fatalf("%s-%d: last stable offset %d after a durable append, want %d", p.topic, p.index, lso, m.lso())
+	}
+}
+
+// txnStep is one step of a random transactional producer: a transactional
+// batch, the end of its transaction (markers on every partition it wrote
+// to, sometimes one more without data), or a stray non-transactional batch
+// inside a transaction, which must be refused.
+func (mt *storeModel) txnStep() {
+	t := mt.t
+	tp := mt.txns[mt.rng.IntN(len(mt.txns))]
+	switch r := mt.rng.IntN(10); {
+	case r < 6:
+		key := tp.parts[mt.rng.IntN(len(tp.parts))]
+		mt.txnBatch(tp, key, true)
+	case r < 9:
+		commit := mt.rng.IntN(2) == 0
+		keys := make([][KeySize]byte, 0, len(tp.parts))
+		for _, k := range tp.parts {
+			if tp.touched[k] || mt.rng.IntN(8) == 0 {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range keys {
+			p := mt.s.Partition(TopicID(k[:16]), int32(k[19]))
+			m := mt.parts[k]
+			res, err := p.AppendMarker(tp.id, 0, commit, 0, mt.now)
+			if err == nil {
+				err = mt.s.AwaitDurable(context.Background(), res.End)
+			}
+			if err != nil || res.BaseOffset != m.next {
+				t.Fatalf("marker on %s-%d: %+v, %v; want offset %d", p.topic, p.index, res, err, m.next)
+			}
+			// The marker's record: value [version 0][coordinator epoch 0].
+			m.batches = append(m.batches, storeModelBatch{base: m.next, records: []storeModelRecord{{offset: m.next, ts: mt.now, value: make([]byte, 6)}}})
+			if first, ok := m.open[tp.id]; ok {
+				if !commit {
+					m.aborted = append(m.aborted, storeModelAborted{pid: tp.id, first: first, last: m.next})
+				}
+				delete(m.open, tp.id)
+			}
+			m.next++
+			if p.LastStableOffset() != m.lso() {
+				t.Fatalf("%s-%d: last stable offset %d after a marker, want %d", p.topic, p.index, p.LastStableOffset(), m.lso())
+			}
+		}
+		clear(tp.touched)
+	default:
+		for _, k := range tp.parts {
+			if tp.touched[k] {
+				mt.txnBatch(tp, k, false)
+				return
+			}
+		}
+		mt.txnBatch(tp, tp.parts[0], true)
+	}
+}
+
+// txnBatch appends a batch of tp to partition key: transactional (opening
+// its transaction there if needed), or not, which is INVALID_TXN_STATE
+// inside a transaction.
+func (mt *storeModel) txnBatch(tp *storeModelTxnProducer, key [KeySize]byte, txn bool) {
+	t := mt.t
+	p := mt.s.Partition(TopicID(key[:16]), int32(key[19]))
+	m := mt.parts[key]
+	tb := mt.randomBatch()
+	tb.pid, tb.epoch, tb.seq, tb.txn = tp.id, 0, tp.nextSeq[key], txn
+	coordinator := mt.rng.IntN(5) == 0
+	var res AppendResult
+	var err error
+	if coordinator {
+		// As a coordinator writes it (TxnOffsetCommit): no sequence, every
+		// record at the batch's timestamp.
+		kvs := make([]batch.KeyValue, len(tb.values))
+		for i, v := range tb.values {
+			kvs[i] = batch.KeyValue{Key: []byte("k"), Value: v}
+			tb.tsDeltas[i] = 0
+		}
+		tb.baseTs = mt.now
+		o := batch.BuildOptions{Timestamp: mt.now, ProducerID: tp.id, ProducerEpoch: 0}
+		if txn {
+			o.Attributes = batch.AttrTransactional
+		}
+		res, err = p.AppendCoordinator(batch.AppendBuild(nil, o, kvs), mt.now)
+	} else {
+		res, err = p.Append(tb.encode(), 9, mt.now)
+	}
+	if err == nil {
+		err = mt.s.AwaitDurable(context.Background(), res.End)
+	}
+	if !txn {
+		if !errors.Is(err, kerr.InvalidTxnState) {
+			t.Fatalf("non-transactional batch inside a transaction: %+v, %v", res, err)
+		}
+		return
+	}
+	if err != nil || res.BaseOffset != m.next || res.Duplicate {
+		t.Fatalf("transactional append to %s-%d: %+v, %v; want offset %d", p.topic, p.index, res, err, m.next)
+	}
+	mb := storeModelBatch{base: res.BaseOffset}
+	for i, v := range tb.values {
+		mb.records = append(mb.records, storeModelRecord{offset: res.BaseOffset + int64(i), ts: tb.baseTs + tb.tsDeltas[i], value: v})
+	}
+	m.batches = append(m.batches, mb)
+	if _, ok := m.open[tp.id]; !ok {
+		m.open[tp.id] = m.next
+	}
+	m.next += int64(len(tb.values))
+	if !coordinator {
+		tp.nextSeq[key] += int32(len(tb.values))
+	}
+	tp.touched[key] = true
+	if lso := p.LastStableOffset(); lso != m.lso() {
+		t.Fatalf("%s-%d: last stable offset %d after a transactional append, want %d", p.topic, p.index, lso, m.lso())
+	}
 }
 
 func (mt *storeModel) checkRead(p *Partition) {
@@ -283,6 +443,47 @@ func (mt *storeModel) checkRead(p *Partition) {
 			t.Fatalf("%s-%d: record %d differs: got offset %d ts %d, want %d %d", p.topic, p.index, i, filtered[i].offset, filtered[i].ts, want[i].offset, want[i].ts)
 		}
 	}
+	if res.LastStableOffset != m.lso() {
+		t.Fatalf("%s-%d: read says last stable offset %d, want %d", p.topic, p.index, res.LastStableOffset, m.lso())
+	}
+	// read_committed: the records below the last stable offset, and the
+	// aborted transactions of the range returned.
+	cres, ranges, err := p.ReadCommitted(off, 1<<40, true, nil)
+	if err != nil {
+		t.Fatalf("%s-%d: read committed at %d: %v", p.topic, p.index, off, err)
+	}
+	cgot := decodeRanges(t, ranges)
+	ReleaseRanges(ranges)
+	var cwant []int64
+	for _, r := range want {
+		if r.offset < m.lso() {
+			cwant = append(cwant, r.offset)
+		}
+	}
+	var cfiltered []int64
+	for _, r := range cgot {
+		if r.offset >= off {
+			cfiltered = append(cfiltered, r.offset)
+		}
+	}
+	if !slices.Equal(cfiltered, cwant) {
+		t.Fatalf("%s-%d: read committed at %d (lso %d): offsets %v, want %v", p.topic, p.index, off, m.lso(), cfiltered, cwant)
+	}
+	wantNext := off
+	if len(cgot) > 0 {
+		wantNext = cgot[len(cgot)-1].offset + 1
+	}
+	if cres.NextOffset != wantNext {
+		t.Fatalf("%s-%d: read committed at %d: NextOffset %d, want %d", p.topic, p.index, off, cres.NextOffset, wantNext)
+	}
+	if got, w := p.AbortedTransactions(off, cres.NextOffset, nil), m.abortedIn(off, cres.NextOffset); !slices.Equal(got, w) {
+		t.Fatalf("%s-%d: aborted in [%d, %d): %v, want %v", p.topic, p.index, off, cres.NextOffset, got, w)
+	}
+	from := m.logStart + int64(mt.rng.IntN(int(m.next-m.logStart+1)))
+	to := from + int64(mt.rng.IntN(int(m.next-from+1)))
+	if got, w := p.AbortedTransactions(from, to, nil), m.abortedIn(from, to); !slices.Equal(got, w) {
+		t.Fatalf("%s-%d: aborted in [%d, %d): %v, want %v", p.topic, p.index, from, to, got, w)
+	}
 	// Out of range on both sides.
 	if _, _, err := p.Read(m.next+1, 1<<20, true, nil); !errors.Is(err, kerr.OffsetOutOfRange) {
 		t.Fatalf("read past the end: %v", err)
@@ -306,6 +507,9 @@ func (mt *storeModel) checkListOffsets(p *Partition) {
 	}
 	check(LatestTimestamp, m.next, -1)
 	check(EarliestTimestamp, m.logStart, -1)
+	if off, _, err := p.OffsetForTimeCommitted(LatestTimestamp); err != nil || off != m.lso() {
+		t.Fatalf("%s-%d: read_committed ListOffsets(latest) = %d, %v; want %d", p.topic, p.index, off, err, m.lso())
+	}
 	wo, wt := m.maxTimestamp()
 	check(MaxTimestamp, wo, wt)
 	for i := 0; i < 3; i++ {
@@ -324,6 +528,9 @@ func (mt *storeModel) deleteRecords() {
 		mt.t.Fatalf("DeleteRecords(%d) = %d, %v", off, low, err)
 	}
 	m.logStart = off
+	if lso := p.LastStableOffset(); lso != m.lso() {
+		mt.t.Fatalf("%s-%d: last stable offset %d after DeleteRecords(%d), want %d", p.topic, p.index, lso, off, m.lso())
+	}
 }
 
 func (mt *storeModel) checkAll(when string) {
@@ -332,9 +539,9 @@ func (mt *storeModel) checkAll(when string) {
 		for i := int32(0); i < tp.Partitions; i++ {
 			p := mt.s.Partition(tp.ID, i)
 			m := mt.parts[p.key]
-			if p.LogEndOffset() != m.next || p.HighWatermark() != m.next || p.LogStartOffset() != m.logStart {
-				mt.t.Fatalf("after %s: %s-%d: end %d hw %d start %d, want %d %d %d", when, p.topic, p.index,
-					p.LogEndOffset(), p.HighWatermark(), p.LogStartOffset(), m.next, m.next, m.logStart)
+			if p.LogEndOffset() != m.next || p.HighWatermark() != m.next || p.LogStartOffset() != m.logStart || p.LastStableOffset() != m.lso() {
+				mt.t.Fatalf("after %s: %s-%d: end %d hw %d start %d lso %d, want %d %d %d %d", when, p.topic, p.index,
+					p.LogEndOffset(), p.HighWatermark(), p.LogStartOffset(), p.LastStableOffset(), m.next, m.next, m.logStart, m.lso())
 			}
 			mt.checkRead(p)
 			mt.checkListOffsets(p)

@@ -63,7 +63,7 @@ type Partition struct {
 		sync.Mutex
 		// next is the offset the next batch gets (the log end offset).
 		next int64
-		// producers is the idempotent producers' state.
+		// producers is the idempotent and transactional producers' state.
 		producers *ProducerStates
 		// err is a sticky failure of this partition's consume queue.
 		err error
@@ -79,6 +79,30 @@ type Partition struct {
 	highWatermark atomic.Int64
 	// logStart is the log start offset: retention and DeleteRecords move it.
 	logStart atomic.Int64
+	// lastStable is the last stable offset (txn.go), recomputed under
+	// stable whenever the high watermark, the log start offset or the open
+	// transactions change.
+	lastStable atomic.Int64
+
+	// stable holds what the last stable offset depends on besides the high
+	// watermark and the log start offset. A leaf lock: taken under mu or on
+	// its own, never together with vis or aborted.
+	stable struct {
+		sync.Mutex
+		// firstOpen mirrors the first offset of producer state's oldest open
+		// transaction, -1 if none; written under mu too.
+		firstOpen int64
+		// decided are completed transactions whose marker is not yet below
+		// the high watermark (Kafka's unreplicatedTxns), in marker order.
+		decided []decidedTxn
+	}
+
+	// aborted is the aborted-transaction index (txn.go), sorted by marker
+	// offset. Appends hold mu too; fetches only read-lock it.
+	aborted struct {
+		sync.RWMutex
+		entries []abortedEntry
+	}
 
 	// vis holds appended batches that are not yet visible (sync and pool
 	// modes), oldest first, and the channel that parked fetches wait on.
@@ -148,6 +172,15 @@ type AppendResult struct {
 // commit log. produceVersion is the Produce request version; nowMs the
 // broker's time. Errors wrap Kafka error codes (kerr); a rejected batch
 // writes nothing.
+//
+// A transactional batch is accepted like an idempotent one (the broker
+// checks beforehand that its transaction includes this partition); the
+// first one of a producer opens a transaction here, which holds the last
+// stable offset at its offset until AppendMarker ends it. A
+// non-transactional batch from a producer with an open transaction is
+// INVALID_TXN_STATE, an epoch below the producer's INVALID_PRODUCER_EPOCH
+// (Kafka 2.7+ answers that, not PRODUCER_FENCED, so that a transactional
+// client can abort and go on).
 func (p *Partition) Append(records []byte, produceVersion int16, nowMs int64) (AppendResult, error) {
 	cfg := p.cfg.Load()
 	opts := batch.ValidateOptions{
@@ -197,43 +230,83 @@ func (p *Partition) Append(records []byte, produceVersion int16, nowMs int64) (A
 	if dup {
 		return p.duplicateLocked(pb.ProducerID, first, cfg.LogAppendTime), nil
 	}
-	base := p.mu.next
-	appendTime := int64(-1)
-	if cfg.LogAppendTime {
-		appendTime = nowMs
-	}
-	if err := batch.Stamp(b, base, 0, appendTime); err != nil {
+	w, err := p.writeLocked(b, info.LastOffsetDelta, info.Attributes, info.MaxTimestamp, cfg.LogAppendTime, nowMs)
+	if err != nil {
 		return AppendResult{}, err
 	}
 	if cfg.LogAppendTime {
 		// Producer state remembers the stamped time: a retry of this batch
 		// is answered with it (Kafka's BatchMetadata.timestamp).
-		info.MaxTimestamp, pb.MaxTimestamp = appendTime, appendTime
+		pb.MaxTimestamp = w.appendTime
+	}
+	p.updateProducerLocked(pb, w.base, nowMs)
+	return p.publishLocked(w), nil
+}
+
+// written is where writeLocked put a batch.
+type written struct {
+	base, next int64
+	// end is the commit-log position just past the entry.
+	end int64
+	// appendTime is the LogAppendTime stamped into the batch, or -1.
+	appendTime int64
+}
+
+// writeLocked stamps the batch b at the log end (base offset, leader
+// epoch, and the broker's time on LogAppendTime topics), appends it to the
+// commit log and its consume-queue entry to the queue, and advances the
+// log end. The caller then updates producer state and calls publishLocked,
+// in that order, so that a transaction the batch opens holds the last
+// stable offset before the batch can become visible. The caller holds mu.
+func (p *Partition) writeLocked(b []byte, lastOffsetDelta int32, attributes int16, maxTimestamp int64, logAppendTime bool, nowMs int64) (written, error) {
+	w := written{base: p.mu.next, appendTime: -1}
+	if logAppendTime {
+		w.appendTime, maxTimestamp = nowMs, nowMs
+	}
+	if err := batch.Stamp(b, w.base, 0, w.appendTime); err != nil {
+		return written{}, err
 	}
 	res, err := p.store.clog.Append(p.key[:], b)
 	if err != nil {
-		return AppendResult{}, storageError(fmt.Sprintf("append %s-%d", p.topic, p.index), err)
+		return written{}, storageError(fmt.Sprintf("append %s-%d", p.topic, p.index), err)
 	}
 	payloadPos := res.Pos + int64(p.store.clog.HeaderSize())
-	if err := p.cq.Append(payloadPos, int32(len(b)), base, info.LastOffsetDelta, info.Attributes, info.MaxTimestamp); err != nil {
+	if err := p.cq.Append(payloadPos, int32(len(b)), w.base, lastOffsetDelta, attributes, maxTimestamp); err != nil {
 		// The entry is in the commit log but not indexed: recovery will
 		// index it, but this run cannot serve the partition consistently.
 		p.mu.err = storageError(fmt.Sprintf("index %s-%d", p.topic, p.index), err)
-		return AppendResult{}, p.mu.err
+		return written{}, p.mu.err
 	}
-	next := base + int64(info.LastOffsetDelta) + 1
-	p.mu.next = next
-	p.logEnd.Store(next)
-	if pb.ProducerID >= 0 {
-		p.mu.producers.Update(pb, base, nowMs)
+	w.next = w.base + int64(lastOffsetDelta) + 1
+	w.end = res.End()
+	p.mu.next = w.next
+	p.logEnd.Store(w.next)
+	return w, nil
+}
+
+// updateProducerLocked records a written data batch in producer state; a
+// transactional one may open a transaction, which the last stable offset
+// must reflect before the batch is published.
+func (p *Partition) updateProducerLocked(pb ProducerBatch, base, nowMs int64) {
+	if pb.ProducerID < 0 {
+		return
 	}
-	p.store.published(p, res.End(), next)
+	p.mu.producers.Update(pb, base, nowMs)
+	if pb.Transactional {
+		p.syncOpenLocked(nil)
+	}
+}
+
+// publishLocked hands a written batch to the flush mode (it becomes visible
+// now, or once flushed or committed) and returns its result.
+func (p *Partition) publishLocked(w written) AppendResult {
+	p.store.published(p, w.end, w.next)
 	return AppendResult{
-		BaseOffset:     base,
-		LogAppendTime:  appendTime,
+		BaseOffset:     w.base,
+		LogAppendTime:  w.appendTime,
 		LogStartOffset: p.logStart.Load(),
-		End:            res.End(),
-	}, nil
+		End:            w.end,
+	}
 }
 
 // duplicateLocked answers a retried batch with its original offsets and,
@@ -262,7 +335,8 @@ func storageError(what string, err error) error {
 	return fmt.Errorf("partition: %s: %w: %w", what, kerr.KafkaStorageError, err)
 }
 
-// setHighWatermark moves the high watermark forward and wakes waiters.
+// setHighWatermark moves the high watermark forward, recomputes the last
+// stable offset and wakes waiters.
 func (p *Partition) setHighWatermark(hw int64) {
 	for {
 		old := p.highWatermark.Load()
@@ -273,16 +347,17 @@ func (p *Partition) setHighWatermark(hw int64) {
 			break
 		}
 	}
-	p.vis.Lock()
-	if p.vis.wait != nil {
-		close(p.vis.wait)
-		p.vis.wait = nil
-	}
-	p.vis.Unlock()
+	p.stable.Lock()
+	p.refreshStableLocked()
+	p.stable.Unlock()
+	p.wake()
 }
 
 // Wait returns a channel that is closed when the high watermark moves past
-// hw, or at once if it already has. Parked fetches select on it.
+// hw, or at once if it already has. Parked fetches select on it. The
+// channel is shared with WaitStable, so a move of the last stable offset
+// alone (DeleteRecords past a hanging transaction) closes it too: check the
+// high watermark again and wait anew.
 func (p *Partition) Wait(hw int64) <-chan struct{} {
 	p.vis.Lock()
 	defer p.vis.Unlock()

@@ -86,3 +86,49 @@ func BenchmarkPartitionRead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPartitionReadCommitted is BenchmarkPartitionRead for
+// read_committed: a partition of 4096 batches of 1 KiB where three
+// transactional producers take turns, each transaction of four batches
+// ending in a marker, one in three aborted; each read also lists the
+// aborted transactions of its range.
+func BenchmarkPartitionReadCommitted(b *testing.B) {
+	for _, limit := range []int64{16 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("maxBytes=%dKiB", limit>>10), func(b *testing.B) {
+			s := benchStore(b, 1)
+			p := s.Partition(topicID(1), 0)
+			seqs := [3]int32{}
+			for i := 0; i < 4096; i++ {
+				pid := int64(i / 4 % 3)
+				buf := testBatch{pid: pid, seq: seqs[pid], txn: true, values: values(4, 230), baseTs: 1}.encode()
+				seqs[pid] += 4
+				if _, err := p.Append(buf, 9, 1); err != nil {
+					b.Fatal(err)
+				}
+				if i%4 == 3 {
+					if _, err := p.AppendMarker(pid, 0, pid != 0, 0, 1); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			end := p.LastStableOffset()
+			dst := make([]Range, 0, 2048)
+			abs := make([]AbortedTxn, 0, 1024)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var bytes, aborts int64
+			for i := 0; b.Loop(); i++ {
+				off := int64(i*7919) % end
+				res, rs, err := p.ReadCommitted(off, limit, true, dst[:0])
+				if err != nil {
+					b.Fatal(err)
+				}
+				aborts += int64(len(p.AbortedTransactions(off, res.NextOffset, abs[:0])))
+				bytes += res.Bytes
+				ReleaseRanges(rs)
+			}
+			b.ReportMetric(float64(bytes)/float64(b.N), "bytes/read")
+			b.ReportMetric(float64(aborts)/float64(b.N), "aborts/read")
+		})
+	}
+}

@@ -7,11 +7,15 @@ package partition
 // not depend on the record-batch codec.
 //
 // The partition calls it under its own lock: Check before assigning offsets,
-// Update after the append. Transactions come later; this file only records
-// the first offset of an open transaction so that expiry and snapshots already
-// carry it (STORAGE-REFERENCE.md §2.7, §2.8).
+// Update after the append; CheckMarker and ApplyMarker for the end-transaction
+// markers the transaction coordinator has written. Transactions are tracked
+// as Kafka does (STORAGE-REFERENCE.md §2.7, §2.8): the first transactional
+// batch of a producer opens a transaction at its offset, a marker closes it
+// and yields a CompletedTxn, and the open transactions, ordered by first
+// offset, give the partition its first unstable offset.
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -66,9 +70,10 @@ type ProducerBatch struct {
 	// MaxTimestamp is the batch's max timestamp, kept as the producer's
 	// LastTimestamp for DescribeProducers (ProducerStateEntry.lastTimestamp).
 	MaxTimestamp int64
-	// Transactional marks a batch of a transaction. It is only recorded:
-	// the first transactional batch opens a transaction (which keeps the
-	// producer from expiring); markers and their checks come later.
+	// Transactional marks a batch of a transaction: the first one of a
+	// producer without an open transaction opens one (which keeps the
+	// producer from expiring); a non-transactional batch while one is open
+	// is INVALID_TXN_STATE.
 	Transactional bool
 }
 
@@ -103,6 +108,13 @@ type producerEntry struct {
 	lastTimestamp int64
 	// lastAppendMs is the broker's clock at the last append; expiry uses it.
 	lastAppendMs int64
+	// lastTxnFirst and lastTxnLast are the first offset and the marker
+	// offset of the producer's last completed transaction, -1 if none. Kafka
+	// does not keep them: it rebuilds state from an older snapshot when the
+	// log is cut. Here TruncateAfter uses them to reopen a transaction whose
+	// marker was cut off while its data survived.
+	lastTxnFirst int64
+	lastTxnLast  int64
 	n            uint8
 	batches      [NumBatchesToRetain]BatchMetadata
 }
@@ -116,12 +128,26 @@ func (e *producerEntry) lastSeq() int32 {
 	return e.batches[e.n-1].LastSeq
 }
 
-// ProducerStates holds the state of every idempotent producer that wrote to
-// one partition (Kafka's ProducerStateManager without the snapshot files and
-// transaction bookkeeping). It is not safe for concurrent use: the partition's
-// mutex guards it. The zero value is not usable; call NewProducerStates.
+// ProducerStates holds the state of every idempotent or transactional
+// producer that wrote to one partition (Kafka's ProducerStateManager without
+// the snapshot files, and without the completed transactions waiting for the
+// high watermark, which the partition keeps). It is not safe for concurrent
+// use: the partition's mutex guards it. The zero value is not usable; call
+// NewProducerStates.
 type ProducerStates struct {
 	producers map[int64]*producerEntry
+	// ongoing lists the open transactions by increasing first offset
+	// (Kafka's ongoingTxns). It mirrors the entries' txnFirstOffset and is
+	// short: one element per producer with an open transaction on this
+	// partition. Its array is kept when it empties, so that a steady
+	// stream of transactions allocates nothing.
+	ongoing []ongoingTxn
+}
+
+// ongoingTxn is an open transaction (Kafka's TxnMetadata).
+type ongoingTxn struct {
+	producerID  int64
+	firstOffset int64
 }
 
 // NewProducerStates returns an empty state table.
@@ -155,6 +181,9 @@ func (s *ProducerStates) Len() int { return len(s.producers) }
 //     math.MaxInt32 followed by 0 (ProducerAppendInfo.inSequence), else
 //     kerr.OutOfOrderSequenceNumber. A batch older than the last 5 is not
 //     found as a duplicate and so also fails here, as in Kafka.
+//   - a non-transactional batch from a producer with an open transaction:
+//     kerr.InvalidTxnState (ProducerAppendInfo.appendDataBatch, checked after
+//     epoch and sequence as there).
 //
 // Errors wrap the kerr sentinel, so errors.Is(err, kerr.OutOfOrderSequenceNumber)
 // works and the broker's error mapping finds the code. When dup is false,
@@ -191,6 +220,10 @@ func (s *ProducerStates) Check(b ProducerBatch) (dup bool, firstOffset, lastOffs
 	}
 	if err := checkSequence(b, currentEpoch, currentLastSeq); err != nil {
 		return false, -1, -1, err
+	}
+	if e != nil && e.txnFirstOffset >= 0 && !b.Transactional {
+		return false, -1, -1, fmt.Errorf("partition: producer %d: non-transactional batch while the transaction from offset %d is open: %w",
+			b.ProducerID, e.txnFirstOffset, kerr.InvalidTxnState)
 	}
 	return false, -1, -1, nil
 }
@@ -251,8 +284,35 @@ func decrementSequence(seq, dec int32) int32 {
 	return int32(((int64(seq)-int64(dec))%m + m) % m)
 }
 
-// Update records a batch appended at baseOffset, after Check said ok and not
-// a duplicate; nowMs is the broker's clock at the append, used by Expire.
+// CheckCoordinator decides whether a batch that a coordinator of this
+// broker built may be appended (Kafka's AppendOrigin.COORDINATOR, e.g. the
+// transactional offsets of TxnOffsetCommit): such a batch has no sequence,
+// so only the epoch (kerr.InvalidProducerEpoch) and the transaction state
+// (kerr.InvalidTxnState) are checked, and there are no duplicates
+// (UnifiedLog checks duplicates for client appends only). It does not
+// allocate unless it returns an error.
+func (s *ProducerStates) CheckCoordinator(b ProducerBatch) error {
+	if b.ProducerID < 0 {
+		return nil
+	}
+	e := s.producers[b.ProducerID]
+	if e == nil {
+		return nil
+	}
+	if b.ProducerEpoch < e.epoch {
+		return fmt.Errorf("partition: producer %d: epoch %d is older than the current epoch %d: %w",
+			b.ProducerID, b.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
+	}
+	if e.txnFirstOffset >= 0 && !b.Transactional {
+		return fmt.Errorf("partition: producer %d: non-transactional batch while the transaction from offset %d is open: %w",
+			b.ProducerID, e.txnFirstOffset, kerr.InvalidTxnState)
+	}
+	return nil
+}
+
+// Update records a batch appended at baseOffset, after Check (or, for a
+// coordinator's batch, CheckCoordinator) said ok and not a duplicate; nowMs
+// is the broker's clock at the append, used by Expire.
 // Recovery calls it for each batch header it replays, without Check, as
 // Kafka rebuilds state with AppendOrigin.REPLICATION semantics.
 //
@@ -260,40 +320,205 @@ func decrementSequence(seq, dec int32) int32 {
 // forgets the old epoch's batches (maybeUpdateProducerEpoch); the oldest of 5
 // batches makes room for the new one. The first transactional batch of a
 // producer without an open transaction opens one at baseOffset
-// (ProducerAppendInfo.appendDataBatch). Batches Check rejects as invalid
-// records (negative producer id, sequence or delta) are ignored. Update does
-// not allocate for a producer that already has state.
+// (ProducerAppendInfo.appendDataBatch). A batch without a sequence
+// (BaseSequence < 0: a coordinator's) updates the epoch, timestamps and
+// transaction but is not remembered for duplicate detection. Batches with a
+// negative producer id or delta are ignored, and so must control batches be
+// (the caller's duty): markers go through ApplyMarker. Update does not
+// allocate for a producer that already has state, except when it opens the
+// partition's first concurrent transactions.
 func (s *ProducerStates) Update(b ProducerBatch, baseOffset int64, nowMs int64) {
-	if b.ProducerID < 0 || b.BaseSequence < 0 || b.LastOffsetDelta < 0 {
+	if b.ProducerID < 0 || b.LastOffsetDelta < 0 {
 		return
 	}
 	e := s.producers[b.ProducerID]
 	switch {
 	case e == nil:
-		e = &producerEntry{epoch: b.ProducerEpoch, coordinatorEpoch: -1, txnFirstOffset: -1}
+		e = newProducerEntry(b.ProducerEpoch)
 		s.producers[b.ProducerID] = e
 	case e.epoch != b.ProducerEpoch:
 		e.epoch = b.ProducerEpoch
 		e.n = 0
 		e.batches = [NumBatchesToRetain]BatchMetadata{}
 	}
-	if e.n == NumBatchesToRetain {
-		copy(e.batches[:], e.batches[1:])
-		e.n--
+	if b.BaseSequence >= 0 {
+		if e.n == NumBatchesToRetain {
+			copy(e.batches[:], e.batches[1:])
+			e.n--
+		}
+		e.batches[e.n] = BatchMetadata{
+			FirstSeq:     b.BaseSequence,
+			LastSeq:      incrementSequence(b.BaseSequence, b.LastOffsetDelta),
+			FirstOffset:  baseOffset,
+			LastOffset:   baseOffset + int64(b.LastOffsetDelta),
+			MaxTimestamp: b.MaxTimestamp,
+		}
+		e.n++
 	}
-	e.batches[e.n] = BatchMetadata{
-		FirstSeq:     b.BaseSequence,
-		LastSeq:      incrementSequence(b.BaseSequence, b.LastOffsetDelta),
-		FirstOffset:  baseOffset,
-		LastOffset:   baseOffset + int64(b.LastOffsetDelta),
-		MaxTimestamp: b.MaxTimestamp,
-	}
-	e.n++
 	e.lastTimestamp = b.MaxTimestamp
 	e.lastAppendMs = nowMs
 	if b.Transactional && e.txnFirstOffset < 0 {
 		e.txnFirstOffset = baseOffset
+		s.addOngoing(b.ProducerID, baseOffset)
 	}
+}
+
+// newProducerEntry is a producer without batches or transactions
+// (ProducerStateEntry.empty with the epoch set).
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, coordinatorEpoch: -1, txnFirstOffset: -1, lastTxnFirst: -1, lastTxnLast: -1}
+}
+
+// addOngoing records an open transaction, keeping ongoing sorted by first
+// offset (a new transaction starts at the log end, so this is an append in
+// practice).
+func (s *ProducerStates) addOngoing(producerID, first int64) {
+	t := ongoingTxn{producerID: producerID, firstOffset: first}
+	i, _ := slices.BinarySearchFunc(s.ongoing, t, compareOngoing)
+	s.ongoing = slices.Insert(s.ongoing, i, t)
+}
+
+// compareOngoing orders open transactions by first offset, then producer
+// id (only a damaged snapshot can hold two at one offset).
+func compareOngoing(a, b ongoingTxn) int {
+	if c := cmp.Compare(a.firstOffset, b.firstOffset); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.producerID, b.producerID)
+}
+
+// removeOngoing forgets the open transaction of producerID, if any.
+func (s *ProducerStates) removeOngoing(producerID int64) {
+	for i, t := range s.ongoing {
+		if t.producerID == producerID {
+			s.ongoing = slices.Delete(s.ongoing, i, i+1)
+			return
+		}
+	}
+}
+
+// FirstOpenOffset returns the first offset of the oldest open transaction
+// (Kafka's firstUndecidedOffset), and false when none is open.
+func (s *ProducerStates) FirstOpenOffset() (int64, bool) {
+	if len(s.ongoing) == 0 {
+		return -1, false
+	}
+	return s.ongoing[0].firstOffset, true
+}
+
+// OpenTransactions returns how many transactions are open.
+func (s *ProducerStates) OpenTransactions() int { return len(s.ongoing) }
+
+// Marker is an end-transaction marker as producer state sees it: the
+// producer fields of its control batch and its control record.
+type Marker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	CoordinatorEpoch int32
+	Commit           bool
+	// Timestamp is the marker's timestamp, which becomes the producer's
+	// LastTimestamp (ProducerStateEntry.update).
+	Timestamp int64
+}
+
+// CompletedTxn is a transaction that a marker ended (Kafka's CompletedTxn),
+// with the last stable offset Kafka records in the transaction index for
+// it.
+type CompletedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	// LastOffset is the marker's offset.
+	LastOffset int64
+	// LastStableOffset is the first offset of the oldest transaction of
+	// another producer still open when the marker was written, else
+	// LastOffset + 1 (ProducerStateManager.lastStableOffset(CompletedTxn)):
+	// every transaction that completes later starts at or after it, which
+	// lets a search of aborted transactions stop early.
+	LastStableOffset int64
+	Aborted          bool
+}
+
+// CheckMarker decides whether a marker may be written, as
+// ProducerAppendInfo.appendEndTxnMarker does for a marker from the
+// coordinator:
+//
+//   - a producer epoch below the current one: kerr.InvalidProducerEpoch
+//     (checkProducerEpoch with the rules of transaction versions 0 and 1,
+//     where markers carry the transaction's epoch; the stricter version-2
+//     rule, marker epoch above the current one, is the coordinator's to
+//     keep: this broker's coordinator is in the same process and never
+//     sends a stale marker);
+//   - a coordinator epoch below the last one seen for the producer:
+//     kerr.TransactionCoordinatorFenced (checkCoordinatorEpoch).
+//
+// A producer without state, or without an open transaction, passes: Kafka
+// writes such a marker too, and it completes nothing. CheckMarker changes
+// nothing and does not allocate unless it returns an error.
+func (s *ProducerStates) CheckMarker(m Marker) error {
+	if m.ProducerID < 0 {
+		return fmt.Errorf("partition: marker without a producer id: %w", kerr.InvalidProducerIDMapping)
+	}
+	e := s.producers[m.ProducerID]
+	if e == nil {
+		return nil
+	}
+	if m.ProducerEpoch < e.epoch {
+		return fmt.Errorf("partition: producer %d: marker epoch %d is older than the current epoch %d: %w",
+			m.ProducerID, m.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
+	}
+	if m.CoordinatorEpoch < e.coordinatorEpoch {
+		return fmt.Errorf("partition: producer %d: marker from coordinator epoch %d, older than %d: %w",
+			m.ProducerID, m.CoordinatorEpoch, e.coordinatorEpoch, kerr.TransactionCoordinatorFenced)
+	}
+	return nil
+}
+
+// ApplyMarker records a marker written at offset, after CheckMarker said ok
+// (recovery calls it without the check, as Kafka replays with replication
+// semantics). If the producer had an open transaction it is closed and
+// returned with ok true (Kafka emits a CompletedTxn only for a transaction
+// with data). The producer's epoch becomes the marker's (a different epoch
+// forgets the remembered batches), its coordinator epoch the marker's, and
+// its last timestamp the marker's timestamp (ProducerStateEntry.update); a
+// producer without state gets an entry with no batches. nowMs is the expiry
+// clock.
+func (s *ProducerStates) ApplyMarker(m Marker, offset, nowMs int64) (txn CompletedTxn, ok bool) {
+	if m.ProducerID < 0 {
+		return CompletedTxn{}, false
+	}
+	e := s.producers[m.ProducerID]
+	if e == nil {
+		e = newProducerEntry(m.ProducerEpoch)
+		s.producers[m.ProducerID] = e
+	}
+	if e.txnFirstOffset >= 0 {
+		txn = CompletedTxn{
+			ProducerID:       m.ProducerID,
+			FirstOffset:      e.txnFirstOffset,
+			LastOffset:       offset,
+			LastStableOffset: offset + 1,
+			Aborted:          !m.Commit,
+		}
+		for _, o := range s.ongoing {
+			if o.producerID != m.ProducerID {
+				txn.LastStableOffset = o.firstOffset
+				break
+			}
+		}
+		ok = true
+		s.removeOngoing(m.ProducerID)
+		e.lastTxnFirst, e.lastTxnLast = e.txnFirstOffset, offset
+		e.txnFirstOffset = -1
+	}
+	if e.epoch != m.ProducerEpoch {
+		e.epoch = m.ProducerEpoch
+		e.n = 0
+		e.batches = [NumBatchesToRetain]BatchMetadata{}
+	}
+	e.coordinatorEpoch = m.CoordinatorEpoch
+	e.lastTimestamp = m.Timestamp
+	e.lastAppendMs = nowMs
+	return txn, ok
 }
 
 // Expire removes producers that appended nothing for expirationMs
@@ -325,6 +550,11 @@ func (s *ProducerStates) Expire(nowMs, expirationMs int64) int {
 // epoch's batches, so a producer whose whole current epoch was cut becomes
 // unknown, and is then accepted at any sequence. A producer that had no batch
 // before the call (state from a snapshot of a marker-only entry) is kept.
+//
+// A transaction whose marker was cut off but whose first offset survived is
+// open again, as it was before the marker: the coordinator sends the marker
+// again after a restart, and until then its data must stay unstable. A
+// producer with such a reopened transaction is kept even without batches.
 func (s *ProducerStates) TruncateAfter(offset int64) {
 	for id, e := range s.producers {
 		had := e.n
@@ -334,11 +564,19 @@ func (s *ProducerStates) TruncateAfter(offset int64) {
 		}
 		if e.txnFirstOffset >= offset {
 			e.txnFirstOffset = -1
+			s.removeOngoing(id)
+		}
+		if e.lastTxnLast >= offset {
+			if e.txnFirstOffset < 0 && e.lastTxnFirst < offset {
+				e.txnFirstOffset = e.lastTxnFirst
+				s.addOngoing(id, e.txnFirstOffset)
+			}
+			e.lastTxnFirst, e.lastTxnLast = -1, -1
 		}
 		switch {
-		case had > 0 && e.n == 0:
+		case had > 0 && e.n == 0 && e.txnFirstOffset < 0:
 			delete(s.producers, id)
-		case e.n < had:
+		case e.n < had && e.n > 0:
 			e.lastTimestamp = e.batches[e.n-1].MaxTimestamp
 		}
 	}
@@ -346,7 +584,7 @@ func (s *ProducerStates) TruncateAfter(offset int64) {
 
 // Clone returns a deep copy, for tests and model checks.
 func (s *ProducerStates) Clone() *ProducerStates {
-	c := &ProducerStates{producers: make(map[int64]*producerEntry, len(s.producers))}
+	c := &ProducerStates{producers: make(map[int64]*producerEntry, len(s.producers)), ongoing: slices.Clone(s.ongoing)}
 	for id, e := range s.producers {
 		cp := *e
 		c.producers[id] = &cp
@@ -370,7 +608,8 @@ type ProducerView struct {
 	LastTimestamp int64
 	// LastAppendMs is the broker time of the newest append (expiry clock).
 	LastAppendMs int64
-	// CoordinatorEpoch is -1 until transaction markers exist.
+	// CoordinatorEpoch is the epoch of the coordinator that wrote the
+	// producer's last marker, -1 before any.
 	CoordinatorEpoch int32
 	// CurrentTxnStartOffset is the first offset of the open transaction, -1 if none.
 	CurrentTxnStartOffset int64
@@ -430,12 +669,13 @@ func (s *ProducerStates) sortedIDs() []int64 {
 	return ids
 }
 
-// Snapshot format, version 1, big-endian like Kafka's (see
+// Snapshot format, version 2, big-endian like Kafka's (see
 // ProducerStateManager.writeSnapshot, which stores only the newest batch of
 // each producer; all remembered batches are kept here so that duplicates
-// are still recognised after a restart):
+// are still recognised after a restart). Version 1 lacks the two
+// lastTxn fields and is still read (as no completed transaction):
 //
-//	header   version   int16   = 1
+//	header   version   int16   = 2
 //	         length    uint32  number of bytes after the crc
 //	         crc       uint32  CRC-32C (Castagnoli) of those bytes
 //	body     count     uint32  number of producers
@@ -446,6 +686,8 @@ func (s *ProducerStates) sortedIDs() []int64 {
 //	           txnFirstOffset    int64   -1: no open transaction
 //	           lastTimestamp     int64
 //	           lastAppendMs      int64
+//	           lastTxnFirst      int64   last completed transaction, -1: none
+//	           lastTxnLast       int64   its marker's offset, -1: none
 //	           numBatches        uint8   0..5
 //	           numBatches × batch, oldest first (Kafka's BatchMetadata):
 //	             lastSeq         int32
@@ -454,10 +696,11 @@ func (s *ProducerStates) sortedIDs() []int64 {
 //	                                     first seq = lastSeq - offsetDelta (wrapping)
 //	             maxTimestamp    int64
 const (
-	producerSnapshotVersion    = 1
-	producerSnapshotHeaderSize = 2 + 4 + 4
-	producerSnapshotEntrySize  = 8 + 2 + 4 + 8 + 8 + 8 + 1
-	producerSnapshotBatchSize  = 4 + 8 + 4 + 8
+	producerSnapshotVersion     = 2
+	producerSnapshotHeaderSize  = 2 + 4 + 4
+	producerSnapshotEntrySize   = 8 + 2 + 4 + 8 + 8 + 8 + 8 + 8 + 1
+	producerSnapshotEntrySizeV1 = producerSnapshotEntrySize - 16
+	producerSnapshotBatchSize   = 4 + 8 + 4 + 8
 )
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
@@ -482,6 +725,8 @@ func (s *ProducerStates) AppendSnapshot(dst []byte) []byte {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(e.txnFirstOffset))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(e.lastTimestamp))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(e.lastAppendMs))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(e.lastTxnFirst))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(e.lastTxnLast))
 		dst = append(dst, e.n)
 		for i := range int(e.n) {
 			m := &e.batches[i]
@@ -543,8 +788,14 @@ func LoadProducerSnapshot(b []byte) (*ProducerStates, error) {
 		return nil, corruptSnapshot("%d bytes, shorter than the %d-byte header", len(b), producerSnapshotHeaderSize)
 	}
 	r := snapshotReader{b: b}
-	if v := int16(r.u16()); v != producerSnapshotVersion {
-		return nil, corruptSnapshot("unknown version %d", v)
+	version := int16(r.u16())
+	entrySize := producerSnapshotEntrySize
+	switch version {
+	case producerSnapshotVersion:
+	case 1:
+		entrySize = producerSnapshotEntrySizeV1
+	default:
+		return nil, corruptSnapshot("unknown version %d", version)
 	}
 	length, crc := r.u32(), r.u32()
 	if uint64(length) != uint64(r.remaining()) {
@@ -557,12 +808,12 @@ func LoadProducerSnapshot(b []byte) (*ProducerStates, error) {
 		return nil, corruptSnapshot("no producer count")
 	}
 	count := r.u32()
-	if uint64(count) > uint64(r.remaining()/producerSnapshotEntrySize) {
+	if uint64(count) > uint64(r.remaining()/entrySize) {
 		return nil, corruptSnapshot("%d producers cannot fit in %d bytes", count, r.remaining())
 	}
 	s := &ProducerStates{producers: make(map[int64]*producerEntry, count)}
 	for i := range count {
-		if r.remaining() < producerSnapshotEntrySize {
+		if r.remaining() < entrySize {
 			return nil, corruptSnapshot("producer %d truncated", i)
 		}
 		id := int64(r.u64())
@@ -572,8 +823,13 @@ func LoadProducerSnapshot(b []byte) (*ProducerStates, error) {
 			txnFirstOffset:   int64(r.u64()),
 			lastTimestamp:    int64(r.u64()),
 			lastAppendMs:     int64(r.u64()),
-			n:                r.u8(),
+			lastTxnFirst:     -1,
+			lastTxnLast:      -1,
 		}
+		if version >= 2 {
+			e.lastTxnFirst, e.lastTxnLast = int64(r.u64()), int64(r.u64())
+		}
+		e.n = r.u8()
 		if id < 0 {
 			return nil, corruptSnapshot("negative producer id %d", id)
 		}
@@ -582,6 +838,11 @@ func LoadProducerSnapshot(b []byte) (*ProducerStates, error) {
 		}
 		if e.txnFirstOffset < -1 {
 			return nil, corruptSnapshot("producer %d: transaction first offset %d", id, e.txnFirstOffset)
+		}
+		if e.lastTxnFirst < -1 || (e.lastTxnFirst < 0) != (e.lastTxnLast < 0) || (e.lastTxnFirst >= 0 && e.lastTxnLast <= e.lastTxnFirst) ||
+			(e.txnFirstOffset >= 0 && e.lastTxnLast >= e.txnFirstOffset) {
+			return nil, corruptSnapshot("producer %d: last transaction %d..%d, open transaction from %d",
+				id, e.lastTxnFirst, e.lastTxnLast, e.txnFirstOffset)
 		}
 		if e.n > NumBatchesToRetain {
 			return nil, corruptSnapshot("producer %d: %d batches, at most %d", id, e.n, NumBatchesToRetain)
@@ -612,9 +873,13 @@ func LoadProducerSnapshot(b []byte) (*ProducerStates, error) {
 			e.batches[j] = m
 		}
 		s.producers[id] = e
+		if e.txnFirstOffset >= 0 {
+			s.ongoing = append(s.ongoing, ongoingTxn{producerID: id, firstOffset: e.txnFirstOffset})
+		}
 	}
 	if r.remaining() != 0 {
 		return nil, corruptSnapshot("%d bytes after the last producer", r.remaining())
 	}
+	slices.SortFunc(s.ongoing, compareOngoing)
 	return s, nil
 }

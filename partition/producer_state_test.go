@@ -166,7 +166,7 @@ func TestProducerCheckRules(t *testing.T) {
 			if dup != tt.wantDup || first != wantFirst || last != wantLast {
 				t.Errorf("got dup %v, offsets %d..%d; want dup %v, offsets %d..%d", dup, first, last, tt.wantDup, wantFirst, wantLast)
 			}
-			if !reflect.DeepEqual(before, s) {
+			if !sameStates(before, s) {
 				t.Errorf("Check changed the state")
 			}
 		})
@@ -324,7 +324,7 @@ func TestProducerClone(t *testing.T) {
 	s := NewProducerStates()
 	appendProducerBatches(t, s, 0, idem(1, 0, 0, 1), idem(2, 0, 0, 1))
 	c := s.Clone()
-	if !reflect.DeepEqual(s, c) {
+	if !sameStates(s, c) {
 		t.Fatal("clone differs")
 	}
 	appendProducerBatches(t, c, 2, idem(1, 0, 1, 1))
@@ -371,7 +371,8 @@ func sampleProducerStates(t testing.TB) *ProducerStates {
 	tb.Transactional = true
 	tb.MaxTimestamp = -1
 	appendProducerBatches(t, s, next, tb)
-	s.producers[4] = &producerEntry{epoch: 6, coordinatorEpoch: 2, txnFirstOffset: -1, lastTimestamp: 77, lastAppendMs: 88}
+	s.producers[4] = &producerEntry{epoch: 6, coordinatorEpoch: 2, txnFirstOffset: -1, lastTimestamp: 77, lastAppendMs: 88,
+		lastTxnFirst: 10, lastTxnLast: 20}
 	return s
 }
 
@@ -390,7 +391,7 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("LoadProducerSnapshot: %v", err)
 			}
-			if !reflect.DeepEqual(got, s) {
+			if !sameStates(got, s) {
 				t.Fatalf("round trip differs:\n got %+v\nwant %+v", views(got), views(s))
 			}
 			if again := got.AppendSnapshot(nil); string(again) != string(b[len(prefix):]) {
@@ -471,7 +472,7 @@ func TestProducerSnapshotCorrupt(t *testing.T) {
 		"short header":       good[:producerSnapshotHeaderSize-1],
 		"header only":        good[:producerSnapshotHeaderSize],
 		"version 0":          edit(false, func(b []byte) []byte { b[1] = 0; return b }),
-		"version 2":          edit(false, func(b []byte) []byte { b[1] = 2; return b }),
+		"version 3":          edit(false, func(b []byte) []byte { b[1] = 3; return b }),
 		"length too big":     edit(false, put32(2, uint32(len(good)))),
 		"length too small":   edit(false, put32(2, 4)),
 		"truncated":          good[:len(good)-1],
@@ -485,10 +486,22 @@ func TestProducerSnapshotCorrupt(t *testing.T) {
 		"negative producer":  edit(true, put64(first, math.MaxUint64)),
 		"duplicate producer": edit(true, put64(first+producerSnapshotEntrySize+5*producerSnapshotBatchSize, 1)),
 		"txn offset -2":      edit(true, put64(first+8+2+4, math.MaxUint64-1)),
-		"six batches":        edit(true, func(b []byte) []byte { b[firstBatches-1] = 6; return b }),
-		"255 batches":        edit(true, func(b []byte) []byte { b[firstBatches-1] = 255; return b }),
-		"negative last seq":  edit(true, put32(firstBatches, 0x80000000)),
-		"negative delta":     edit(true, put32(firstBatches+12, 0xFFFFFFFF)),
+		"last txn half set":  edit(true, put64(first+8+2+4+8+8+8, 5)),
+		"last txn reversed": edit(true, func(b []byte) []byte {
+			binary.BigEndian.PutUint64(b[first+38:], 9)
+			binary.BigEndian.PutUint64(b[first+46:], 9)
+			return b
+		}),
+		"last txn after open one": edit(true, func(b []byte) []byte {
+			binary.BigEndian.PutUint64(b[first+14:], 5) // open transaction from 5
+			binary.BigEndian.PutUint64(b[first+38:], 1)
+			binary.BigEndian.PutUint64(b[first+46:], 6)
+			return b
+		}),
+		"six batches":       edit(true, func(b []byte) []byte { b[firstBatches-1] = 6; return b }),
+		"255 batches":       edit(true, func(b []byte) []byte { b[firstBatches-1] = 255; return b }),
+		"negative last seq": edit(true, put32(firstBatches, 0x80000000)),
+		"negative delta":    edit(true, put32(firstBatches+12, 0xFFFFFFFF)),
 		"delta past offset 0": edit(true, func(b []byte) []byte {
 			binary.BigEndian.PutUint64(b[firstBatches+4:], 3)
 			return b
@@ -555,7 +568,7 @@ func FuzzLoadProducerSnapshot(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded snapshot does not load: %v", err)
 		}
-		if !reflect.DeepEqual(s, s2) {
+		if !sameStates(s, s2) {
 			t.Fatal("re-encoded snapshot loads differently")
 		}
 		if string(s2.AppendSnapshot(nil)) != string(enc) {
@@ -583,6 +596,61 @@ type modelProducer struct {
 	batches    []BatchMetadata // current epoch, at most 5, oldest first
 	txnFirst   int64           // -1: no open transaction
 	lastAppend int64
+	coordEpoch int32
+	lastTxn    [2]int64 // first offset and marker of the last completed transaction, -1 if none
+}
+
+// firstOpen is the oldest open transaction's first offset, -1 if none.
+func (m *producerModel) firstOpen() int64 {
+	first := int64(-1)
+	for _, p := range m.producers {
+		if p.txnFirst >= 0 && (first < 0 || p.txnFirst < first) {
+			first = p.txnFirst
+		}
+	}
+	return first
+}
+
+// checkMarker is CheckMarker restated.
+func (m *producerModel) checkMarker(mk Marker) *kerr.Error {
+	p := m.producers[mk.ProducerID]
+	switch {
+	case p == nil:
+		return nil
+	case mk.ProducerEpoch < p.epoch:
+		return kerr.InvalidProducerEpoch
+	case mk.CoordinatorEpoch < p.coordEpoch:
+		return kerr.TransactionCoordinatorFenced
+	}
+	return nil
+}
+
+// applyMarker is ApplyMarker restated.
+func (m *producerModel) applyMarker(mk Marker, offset, now int64) (CompletedTxn, bool) {
+	p := m.producers[mk.ProducerID]
+	if p == nil {
+		p = &modelProducer{epoch: mk.ProducerEpoch, txnFirst: -1, coordEpoch: -1, lastTxn: [2]int64{-1, -1}}
+		m.producers[mk.ProducerID] = p
+	}
+	var txn CompletedTxn
+	ok := p.txnFirst >= 0
+	if ok {
+		lso := offset + 1
+		for id, o := range m.producers {
+			if id != mk.ProducerID && o.txnFirst >= 0 && o.txnFirst < lso {
+				lso = o.txnFirst
+			}
+		}
+		txn = CompletedTxn{ProducerID: mk.ProducerID, FirstOffset: p.txnFirst, LastOffset: offset, LastStableOffset: lso, Aborted: !mk.Commit}
+		p.lastTxn = [2]int64{p.txnFirst, offset}
+		p.txnFirst = -1
+	}
+	if p.epoch != mk.ProducerEpoch {
+		p.epoch, p.batches = mk.ProducerEpoch, nil
+	}
+	p.coordEpoch = mk.CoordinatorEpoch
+	p.lastAppend = now
+	return txn, ok
 }
 
 func (m *producerModel) check(b ProducerBatch) (bool, int64, int64, *kerr.Error) {
@@ -611,6 +679,9 @@ func (m *producerModel) check(b ProducerBatch) (bool, int64, int64, *kerr.Error)
 		if b.BaseSequence != 0 && p.epoch != -1 {
 			return false, -1, -1, kerr.OutOfOrderSequenceNumber
 		}
+		if p.txnFirst != -1 && !b.Transactional {
+			return false, -1, -1, kerr.InvalidTxnState
+		}
 		return false, -1, -1, nil
 	}
 	want := int32(0)
@@ -619,6 +690,9 @@ func (m *producerModel) check(b ProducerBatch) (bool, int64, int64, *kerr.Error)
 	}
 	if b.BaseSequence != want {
 		return false, -1, -1, kerr.OutOfOrderSequenceNumber
+	}
+	if p.txnFirst != -1 && !b.Transactional {
+		return false, -1, -1, kerr.InvalidTxnState
 	}
 	return false, -1, -1, nil
 }
@@ -630,7 +704,7 @@ func (m *producerModel) update(b ProducerBatch, offset, now int64) {
 	p := m.producers[b.ProducerID]
 	if p == nil || p.epoch != b.ProducerEpoch {
 		if p == nil {
-			p = &modelProducer{txnFirst: -1}
+			p = &modelProducer{txnFirst: -1, coordEpoch: -1, lastTxn: [2]int64{-1, -1}}
 			m.producers[b.ProducerID] = p
 		}
 		p.epoch, p.batches = b.ProducerEpoch, nil
@@ -681,17 +755,44 @@ func TestProducerModel(t *testing.T) {
 						if p.txnFirst >= cut {
 							p.txnFirst = -1
 						}
-						if n > 0 && len(p.batches) == 0 {
+						if p.lastTxn[1] >= cut {
+							// The marker is gone: its transaction is open again
+							// if any of it survived.
+							if p.txnFirst == -1 && p.lastTxn[0] < cut {
+								p.txnFirst = p.lastTxn[0]
+							}
+							p.lastTxn = [2]int64{-1, -1}
+						}
+						if n > 0 && len(p.batches) == 0 && p.txnFirst == -1 {
 							delete(m.producers, id)
 						}
 					}
 					next = max(cut, 0)
+				case op < 12:
+					mk := randomMarker(r, m)
+					before := s.Clone()
+					err := s.CheckMarker(mk)
+					merr := m.checkMarker(mk)
+					if (merr == nil) != (err == nil) || (merr != nil && !errors.Is(err, merr)) {
+						t.Fatalf("step %d: CheckMarker(%+v) = %v, model %v", step, mk, err, merr)
+					}
+					if !sameStates(before, s) {
+						t.Fatalf("step %d: CheckMarker changed the state", step)
+					}
+					if err == nil {
+						txn, ok := s.ApplyMarker(mk, next, now)
+						mtxn, mok := m.applyMarker(mk, next, now)
+						if ok != mok || txn != mtxn {
+							t.Fatalf("step %d: ApplyMarker(%+v) at %d = %+v %v, model %+v %v", step, mk, next, txn, ok, mtxn, mok)
+						}
+						next++
+					}
 				case op < 6:
 					loaded, err := LoadProducerSnapshot(s.AppendSnapshot(nil))
 					if err != nil {
 						t.Fatalf("step %d: %v", step, err)
 					}
-					if !reflect.DeepEqual(loaded, s) {
+					if !sameStates(loaded, s) {
 						t.Fatalf("step %d: snapshot round trip differs", step)
 					}
 					s = loaded
@@ -704,7 +805,7 @@ func TestProducerModel(t *testing.T) {
 						t.Fatalf("step %d: Check(%+v) = (%v, %d, %d, %v), model (%v, %d, %d, %v)",
 							step, b, dup, first, last, err, mdup, mfirst, mlast, merr)
 					}
-					if !reflect.DeepEqual(before, s) {
+					if !sameStates(before, s) {
 						t.Fatalf("step %d: Check changed the state", step)
 					}
 					if err == nil && !dup {
@@ -716,16 +817,53 @@ func TestProducerModel(t *testing.T) {
 				if s.Len() != len(m.producers) {
 					t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(m.producers))
 				}
+				first, ok := s.FirstOpenOffset()
+				if mf := m.firstOpen(); first != mf || ok != (mf >= 0) {
+					t.Fatalf("step %d: FirstOpenOffset %d %v, model %d", step, first, ok, mf)
+				}
+				for id, p := range m.producers {
+					v, ok := s.Get(id)
+					if !ok || v.ProducerEpoch != p.epoch || v.CurrentTxnStartOffset != p.txnFirst || v.NumBatches != len(p.batches) ||
+						v.CoordinatorEpoch != p.coordEpoch {
+						t.Fatalf("step %d: producer %d: %+v (present %v), model %+v", step, id, v, ok, p)
+					}
+				}
 			}
 		})
 	}
 }
 
+// randomMarker is a marker for a random producer: mostly its current
+// epoch, sometimes a newer or an older one, and a coordinator epoch around
+// the last one.
+func randomMarker(r *rand.Rand, m *producerModel) Marker {
+	mk := Marker{ProducerID: r.Int64N(3), Commit: r.IntN(2) == 0, Timestamp: r.Int64N(1 << 40), CoordinatorEpoch: r.Int32N(3)}
+	p := m.producers[mk.ProducerID]
+	if p == nil {
+		mk.ProducerEpoch = int16(r.IntN(3))
+		return mk
+	}
+	mk.ProducerEpoch = p.epoch
+	switch c := r.IntN(10); {
+	case c == 0:
+		mk.ProducerEpoch++
+	case c == 1:
+		mk.ProducerEpoch--
+	}
+	mk.CoordinatorEpoch = max(p.coordEpoch, 0) + r.Int32N(3) - 1
+	return mk
+}
+
 func randomProducerBatch(r *rand.Rand, m *producerModel) ProducerBatch {
 	pid := r.Int64N(4) - 1 // -1 is non-idempotent
 	n := 1 + r.Int32N(4)
-	b := ProducerBatch{ProducerID: pid, LastOffsetDelta: n - 1, MaxTimestamp: r.Int64N(1 << 40), Transactional: r.IntN(50) == 0}
+	b := ProducerBatch{ProducerID: pid, LastOffsetDelta: n - 1, MaxTimestamp: r.Int64N(1 << 40), Transactional: pid >= 0 && r.IntN(8) == 0}
 	p := m.producers[pid]
+	if p != nil && p.txnFirst >= 0 {
+		// Mostly the rest of the transaction; sometimes a stray
+		// non-transactional batch (INVALID_TXN_STATE).
+		b.Transactional = r.IntN(10) != 0
+	}
 	if p == nil {
 		b.ProducerEpoch = int16(r.IntN(3))
 		if r.IntN(2) == 0 {

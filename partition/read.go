@@ -35,23 +35,50 @@ type ReadResult struct {
 	LogStartOffset   int64
 	// Bytes is the total length of the returned ranges.
 	Bytes int64
+	// NextOffset is the offset after the last returned batch, or the
+	// requested offset when nothing was returned: a read_committed fetch
+	// reports the aborted transactions of [offset, NextOffset).
+	NextOffset int64
 }
 
 // Read returns the record batches from offset on, as held file ranges
 // appended to dst, up to maxBytes. With firstBatchAlways the first batch is
 // returned even when it is larger than maxBytes (KIP-74: the first batch of
 // the first non-empty partition of a fetch, so that a consumer can always
-// make progress). Only visible data (below the high watermark) is returned.
+// make progress). Only visible data (below the high watermark) is returned:
+// this is a read_uncommitted fetch.
 //
 // An offset below the log start or above the log end offset is
 // OFFSET_OUT_OF_RANGE; an offset between the high watermark and the log end
 // is an empty read. Read allocates nothing when dst has room.
 func (p *Partition) Read(offset int64, maxBytes int64, firstBatchAlways bool, dst []Range) (ReadResult, []Range, error) {
+	return p.read(offset, maxBytes, firstBatchAlways, false, dst)
+}
+
+// ReadCommitted is Read for a read_committed fetch: it returns only
+// batches below the last stable offset (Kafka's FetchIsolation.TXN_COMMITTED),
+// so a consumer never sees a transaction that may still abort. An offset
+// between the last stable offset and the log end is an empty read. The
+// consumer also needs the aborted transactions of the returned range
+// (AbortedTransactions) to drop aborted records and markers.
+func (p *Partition) ReadCommitted(offset int64, maxBytes int64, firstBatchAlways bool, dst []Range) (ReadResult, []Range, error) {
+	return p.read(offset, maxBytes, firstBatchAlways, true, dst)
+}
+
+func (p *Partition) read(offset int64, maxBytes int64, firstBatchAlways, committed bool, dst []Range) (ReadResult, []Range, error) {
+	// The last stable offset first: it never exceeds the high watermark
+	// of its time, and the high watermark only grows.
+	lso := p.lastStable.Load()
 	res := ReadResult{
-		HighWatermark:  p.highWatermark.Load(),
-		LogStartOffset: p.logStart.Load(),
+		HighWatermark:    p.highWatermark.Load(),
+		LastStableOffset: lso,
+		LogStartOffset:   p.logStart.Load(),
+		NextOffset:       offset,
 	}
-	res.LastStableOffset = res.HighWatermark
+	end := res.HighWatermark
+	if committed {
+		end = lso
+	}
 	if p.deleted.Load() {
 		return res, dst, fmt.Errorf("partition: read %s-%d: %w", p.topic, p.index, kerr.UnknownTopicOrPartition)
 	}
@@ -60,8 +87,8 @@ func (p *Partition) Read(offset int64, maxBytes int64, firstBatchAlways bool, ds
 			p.topic, p.index, offset, res.LogStartOffset, p.logEnd.Load(), kerr.OffsetOutOfRange)
 	}
 	var buf [16]CQEntry
-	for offset < res.HighWatermark {
-		entries := p.cq.Read(offset, res.HighWatermark, len(buf), buf[:0])
+	for offset < end {
+		entries := p.cq.Read(offset, end, len(buf), buf[:0])
 		if len(entries) == 0 {
 			break
 		}
@@ -78,6 +105,7 @@ func (p *Partition) Read(offset int64, maxBytes int64, firstBatchAlways bool, ds
 			dst = append(dst, Range{File: m, Offset: e.Pos - m.From(), Len: n})
 			res.Bytes += n
 			offset = e.NextOffset()
+			res.NextOffset = offset
 		}
 	}
 	return res, dst, nil
@@ -94,10 +122,24 @@ const (
 
 // OffsetForTime answers ListOffsets for one partition: the offset and
 // timestamp of the first record with timestamp ≥ ts, or the special
-// timestamps above. It returns -1, -1 when no such record is visible.
+// timestamps above. It returns -1, -1 when no such record is visible
+// (below the high watermark: read_uncommitted).
 func (p *Partition) OffsetForTime(ts int64) (offset, timestamp int64, err error) {
+	return p.offsetForTime(ts, p.highWatermark.Load())
+}
+
+// OffsetForTimeCommitted is OffsetForTime for a read_committed ListOffsets:
+// only records below the last stable offset count, and LatestTimestamp is
+// the last stable offset (Kafka's Partition.fetchOffsetForTimestamp with
+// IsolationLevel.READ_COMMITTED).
+func (p *Partition) OffsetForTimeCommitted(ts int64) (offset, timestamp int64, err error) {
+	return p.offsetForTime(ts, p.lastStable.Load())
+}
+
+// offsetForTime answers ListOffsets among the records below hw, the end of
+// what the request's isolation level may read.
+func (p *Partition) offsetForTime(ts, hw int64) (offset, timestamp int64, err error) {
 	offset, timestamp = -1, -1
-	hw := p.highWatermark.Load()
 	switch ts {
 	case LatestTimestamp:
 		return hw, -1, nil

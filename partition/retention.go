@@ -28,14 +28,20 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 	return p.logStart.Load(), nil
 }
 
-// advanceLogStart moves the log start offset forward, never back.
+// advanceLogStart moves the log start offset forward, never back, then
+// drops aborted transactions below it and keeps the last stable offset at
+// or above it.
 func (p *Partition) advanceLogStart(offset int64) {
 	for {
 		old := p.logStart.Load()
-		if offset <= old || p.logStart.CompareAndSwap(old, offset) {
+		if offset <= old {
 			return
 		}
+		if p.logStart.CompareAndSwap(old, offset) {
+			break
+		}
 	}
+	p.onLogStartMoved()
 }
 
 // retentionStart computes where retention.ms and retention.bytes move the

@@ -244,8 +244,13 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 			if ok {
 				p.logStart.Store(saved.LogStart)
 				p.mu.next = max(saved.Next, st.cqNext)
-				if prods, err := LoadProducerSnapshot(saved.Producers); err == nil {
+				// Producer state and the aborted index were taken together
+				// and cover the same offsets: use both or neither.
+				prods, perr := LoadProducerSnapshot(saved.Producers)
+				aborted, aerr := loadAbortedSnapshot(saved.Aborted)
+				if perr == nil && aerr == nil {
 					p.mu.producers = prods
+					p.aborted.entries = aborted
 					st.prodNext = saved.Next
 				}
 			}
@@ -255,6 +260,7 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 				replayFrom = 0
 				r.Rebuilt = append(r.Rebuilt, fmt.Sprintf("%s-%d", t.Name, i))
 				p.mu.producers = NewProducerStates()
+				p.aborted.entries = nil
 				st.prodNext = 0
 			}
 			states[p.key] = st
@@ -286,10 +292,15 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 			r.Indexed++
 		}
 		if h.BaseOffset >= st.prodNext && h.ProducerID >= 0 {
-			p.mu.producers.Update(ProducerBatch{
-				ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
-				LastOffsetDelta: h.LastOffsetDelta, MaxTimestamp: h.MaxTimestamp, Transactional: h.IsTransactional(),
-			}, h.BaseOffset, nowMs)
+			if h.IsControl() {
+				// A control batch's type is in its record's key.
+				p.replayMarkerLocked(e.Payload, h, nowMs)
+			} else {
+				p.mu.producers.Update(ProducerBatch{
+					ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+					LastOffsetDelta: h.LastOffsetDelta, MaxTimestamp: h.MaxTimestamp, Transactional: h.IsTransactional(),
+				}, h.BaseOffset, nowMs)
+			}
 		}
 		if next > p.mu.next {
 			p.mu.next = next
@@ -316,6 +327,7 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 				// the queue is the truth; keep the log start offset.
 				p.mu.next = max(n, p.logStart.Load())
 				p.mu.producers.TruncateAfter(p.mu.next)
+				p.truncateAborted(p.mu.next)
 			} else {
 				p.mu.next = max(p.mu.next, n)
 			}
@@ -329,6 +341,8 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 			}
 			p.logEnd.Store(p.mu.next)
 			p.highWatermark.Store(p.mu.next)
+			p.pruneAborted(p.logStart.Load())
+			p.syncOpenLocked(nil) // every replayed marker is visible now
 		}
 	}
 	return r, nil
@@ -345,6 +359,7 @@ func (s *Store) newPartition(t TopicSpec, i int32) (*Partition, error) {
 	cfg := t.Config
 	p.cfg.Store(&cfg)
 	p.mu.producers = NewProducerStates()
+	p.stable.firstOpen = -1
 	if cq.Len() > 0 {
 		p.logStart.Store(cq.FirstOffset())
 	}

@@ -21,6 +21,7 @@ type testBatch struct {
 	pid      int64   // -1: not idempotent
 	epoch    int16
 	seq      int32
+	txn      bool // transactional (needs a pid)
 }
 
 // encode returns the batch bytes as a producer sends them (base offset 0).
@@ -34,6 +35,9 @@ func (tb testBatch) encode() []byte {
 	}
 	if tb.pid < 0 {
 		rb.ProducerEpoch, rb.FirstSequence = -1, -1
+	}
+	if tb.txn {
+		rb.Attributes |= 0x10
 	}
 	var recs []byte
 	maxTs := tb.baseTs
@@ -74,6 +78,13 @@ func readRecords(t testing.TB, p *Partition, offset int64) ([]decodedRecord, Rea
 		t.Fatalf("read %s-%d at %d: %v", p.topic, p.index, offset, err)
 	}
 	defer ReleaseRanges(ranges)
+	return decodeRanges(t, ranges), res
+}
+
+// decodeRanges decodes every record of the batches in ranges with kmsg,
+// control records included.
+func decodeRanges(t testing.TB, ranges []Range) []decodedRecord {
+	t.Helper()
 	var out []decodedRecord
 	for _, r := range ranges {
 		b, err := r.File.Bytes(r.Offset, r.Len)
@@ -102,7 +113,7 @@ func readRecords(t testing.TB, p *Partition, offset int64) ([]decodedRecord, Rea
 			out = append(out, decodedRecord{offset: rb.FirstOffset + int64(rec.OffsetDelta), ts: ts, value: bytes.Clone(rec.Value)})
 		}
 	}
-	return out, res
+	return out
 }
 
 // recordWireLen is the length of the record at the start of b, its length
@@ -133,3 +144,19 @@ func topicID(n byte) TopicID {
 }
 
 func crcOf(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
+
+// crashStore stops s as a SIGKILL would: no checkpoint, no clean close;
+// what was written stays in the page cache.
+func crashStore(s *Store) {
+	s.closed.Store(true)
+	close(s.stop)
+	s.wg.Wait()
+	if s.groupCommit != nil {
+		s.groupCommit.Close()
+	}
+	if s.flusher != nil {
+		s.flusher.Close()
+	}
+	s.clog.Abandon()
+	s.closePartitions()
+}

@@ -32,7 +32,9 @@ type FetchPartition struct {
 	HighWatermark    int64
 	LastStableOffset int64
 	LogStartOffset   int64
-	// AbortedTransactions is encoded as null when nil (v4+).
+	// AbortedTransactions (v4+) is encoded as null when nil, which Kafka
+	// sends for read_uncommitted fetches and errors, and as an array,
+	// possibly empty, otherwise (read_committed).
 	AbortedTransactions  []AbortedTransaction
 	PreferredReadReplica int32
 	// Ranges are the record batches, in order. None means empty records

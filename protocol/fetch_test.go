@@ -110,3 +110,77 @@ func TestEncodeFetchResponseDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per encode", n)
 	}
 }
+
+// TestFetchResponseAbortedTransactions pins the three forms of a
+// partition's aborted transactions (null for read_uncommitted and errors,
+// empty and filled for read_committed) at a non-flexible and a flexible
+// version: the encoding equals kmsg's, and kmsg reads back null as nil and
+// empty as a non-nil empty slice, which clients rely on.
+func TestFetchResponseAbortedTransactions(t *testing.T) {
+	files := [][]byte{[]byte("0123456789")}
+	for _, v := range []int16{4, 11, 12, kmsg.NewPtrFetchRequest().MaxVersion()} {
+		for _, aborted := range [][]AbortedTransaction{nil, {}, {{ProducerID: 7, FirstOffset: 100}, {ProducerID: 9, FirstOffset: 3}}} {
+			ours := FetchResponse{Version: v, Topics: []FetchTopic{{Topic: "t", Partitions: []FetchPartition{{
+				Partition: 1, HighWatermark: 9, LastStableOffset: 7, LogStartOffset: 0, PreferredReadReplica: -1,
+				AbortedTransactions: aborted, Ranges: []FetchRange{{Handle: 0, Offset: 2, Len: 5}},
+			}}}}}
+			var f FetchFrame
+			EncodeFetchResponse(&f, 42, &ours)
+			got := fill(&f, files)
+
+			theirs := kmsg.NewPtrFetchResponse()
+			theirs.Version = v
+			kt := kmsg.NewFetchResponseTopic()
+			kt.Topic = "t"
+			kp := kmsg.NewFetchResponseTopicPartition()
+			kp.Partition, kp.HighWatermark, kp.LastStableOffset, kp.LogStartOffset, kp.PreferredReadReplica = 1, 9, 7, 0, -1
+			if aborted != nil {
+				kp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+				for _, a := range aborted {
+					ka := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+					ka.ProducerID, ka.FirstOffset = a.ProducerID, a.FirstOffset
+					kp.AbortedTransactions = append(kp.AbortedTransactions, ka)
+				}
+			}
+			kp.RecordBatches = []byte("23456")
+			kt.Partitions = append(kt.Partitions, kp)
+			theirs.Topics = append(theirs.Topics, kt)
+			if want := AppendResponse(nil, 42, theirs); !bytes.Equal(got, want) {
+				t.Fatalf("v%d aborted %v: encoding differs from kmsg", v, aborted)
+			}
+
+			// Read it back as a client does (skip size, correlation id and
+			// the flexible header's tags).
+			body := got[8:]
+			if v >= 12 {
+				body = body[1:]
+			}
+			back := kmsg.NewPtrFetchResponse()
+			back.Version = v
+			if err := back.ReadFrom(body); err != nil {
+				t.Fatalf("v%d: %v", v, err)
+			}
+			ba := back.Topics[0].Partitions[0].AbortedTransactions
+			if (ba == nil) != (aborted == nil) || len(ba) != len(aborted) {
+				t.Fatalf("v%d: sent %v, read back %v (nil %v)", v, aborted, ba, ba == nil)
+			}
+			for i := range ba {
+				if ba[i].ProducerID != aborted[i].ProducerID || ba[i].FirstOffset != aborted[i].FirstOffset {
+					t.Fatalf("v%d: entry %d read back as %+v", v, i, ba[i])
+				}
+			}
+		}
+	}
+}
+
+func TestEncodeFetchResponseWithAbortedDoesNotAllocate(t *testing.T) {
+	r := FetchResponse{Version: 16, Topics: []FetchTopic{{Partitions: []FetchPartition{{
+		AbortedTransactions: []AbortedTransaction{{ProducerID: 1, FirstOffset: 2}, {ProducerID: 3, FirstOffset: 4}},
+		Ranges:              []FetchRange{{Handle: 0, Len: 100}},
+	}}}}}
+	var f FetchFrame
+	EncodeFetchResponse(&f, 1, &r)
+	if n := testing.AllocsPerRun(100, func() { EncodeFetchResponse(&f, 1, &r) }); n != 0 {
+		t.Fatalf("%v allocations per encode", n)
+	}
+}
