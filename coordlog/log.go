@@ -75,7 +75,13 @@ type Log[R any] struct {
 		// last snapshot's cut, in log order.
 		applied [][]appliedWrite
 		// cut is, per partition, the offset the last snapshot covers.
-		cut   []int64
+		cut []int64
+		// openTxn is, per partition, the first offset of every producer's
+		// transaction whose marker is not applied yet: a snapshot never
+		// cuts past one, because the snapshot holds only applied state
+		// and the transaction's records must be replayed when its marker
+		// comes.
+		openTxn []map[int64]int64
 		dirty bool
 		buf   []byte
 		kvs   []batch.KeyValue
@@ -93,6 +99,11 @@ type write[R any] struct {
 	done     func(error)
 	finished bool
 	err      error
+	// txn is the producer id of a transactional batch or of a marker,
+	// -1 for a plain batch; marker and commit describe a marker.
+	txn    int64
+	marker bool
+	commit bool
 }
 
 type appliedWrite struct{ next, end int64 }
@@ -124,6 +135,10 @@ func Open[R any](cfg Config, ps *partition.Store, parts []*partition.Partition, 
 	l.mu.pending = make([][]*write[R], len(parts))
 	l.mu.applied = make([][]appliedWrite, len(parts))
 	l.mu.cut = make([]int64, len(parts))
+	l.mu.openTxn = make([]map[int64]int64, len(parts))
+	for i := range parts {
+		l.mu.openTxn[i] = map[int64]int64{}
+	}
 	l.startNext = make([]int64, len(parts))
 	l.startEnd = ps.CommitLog().WrotePosition()
 
@@ -162,8 +177,19 @@ func (l *Log[R]) replay(p *partition.Partition, from int64) (int, error) {
 			decodeErr = err
 			return false
 		}
+		ts, isTxn := l.st.(TxnState[R])
 		if h.IsControl() {
+			if m, err := batch.ParseEndTxnMarker(b); err == nil && isTxn {
+				delete(l.mu.openTxn[p.Index()], h.ProducerID)
+				ts.ApplyMarker(h.ProducerID, m.Commit)
+			}
 			return true
+		}
+		transactional := h.IsTransactional() && isTxn
+		if transactional {
+			if _, ok := l.mu.openTxn[p.Index()][h.ProducerID]; !ok {
+				l.mu.openTxn[p.Index()][h.ProducerID] = h.BaseOffset
+			}
 		}
 		err = batch.Records(b, func(r batch.Record) bool {
 			if h.BaseOffset+int64(r.OffsetDelta) < from {
@@ -178,7 +204,11 @@ func (l *Log[R]) replay(p *partition.Partition, from int64) (int, error) {
 				return true
 			}
 			if ok {
-				l.st.Apply(&rc)
+				if transactional {
+					ts.ApplyTxn(h.ProducerID, &rc)
+				} else {
+					l.st.Apply(&rc)
+				}
 				n++
 			}
 			return true
@@ -208,6 +238,12 @@ const produceVersion = 9
 // MESSAGE_TOO_LARGE...). done may run before Write returns, or on another
 // goroutine, never with Log.mu held.
 func (l *Log[R]) Write(part int, recs []R, done func(error)) {
+	l.write(part, recs, -1, 0, done)
+}
+
+// write appends recs, as a transactional batch of producer txn (with
+// epoch) when txn >= 0.
+func (l *Log[R]) write(part int, recs []R, txn int64, epoch int16, done func(error)) {
 	if done == nil {
 		done = func(error) {}
 	}
@@ -237,15 +273,28 @@ func (l *Log[R]) Write(part int, recs []R, done func(error)) {
 	}
 	// Keys and values alias buf, which AppendBuild extends: build into
 	// a second region of the same buffer only after they are laid out.
-	b := batch.AppendBuild(buf[len(buf):], batch.BuildOptions{Timestamp: now, ProducerID: batch.NoProducerID, ProducerEpoch: batch.NoProducerEpoch}, kvs)
+	opts := batch.BuildOptions{Timestamp: now, ProducerID: batch.NoProducerID, ProducerEpoch: batch.NoProducerEpoch}
+	if txn >= 0 {
+		opts.Attributes, opts.ProducerID, opts.ProducerEpoch = batch.AttrTransactional, txn, epoch
+	}
+	b := batch.AppendBuild(buf[len(buf):], opts, kvs)
 	l.mu.buf, l.mu.kvs = buf[:0], kvs[:0]
-	res, err := p.Append(b, produceVersion, now)
+	var res partition.AppendResult
+	var err error
+	if txn >= 0 {
+		res, err = p.AppendCoordinator(b, now)
+	} else {
+		res, err = p.Append(b, produceVersion, now)
+	}
 	if err != nil {
 		l.mu.Unlock()
 		done(fmt.Errorf("%s: write to %s-%d: %w", l.cfg.Name, p.Topic(), p.Index(), err))
 		return
 	}
-	w := &write[R]{part: part, next: res.BaseOffset + int64(len(recs)), end: res.End, recs: recs, done: done}
+	if _, ok := l.mu.openTxn[part][txn]; txn >= 0 && !ok {
+		l.mu.openTxn[part][txn] = res.BaseOffset
+	}
+	w := &write[R]{part: part, next: res.BaseOffset + int64(len(recs)), end: res.End, recs: recs, done: done, txn: txn}
 	l.mu.pending[part] = append(l.mu.pending[part], w)
 	l.mu.Unlock()
 	l.ps.SubmitDurable(res.End, func(err error) { l.finish(w, err) })
@@ -263,8 +312,19 @@ func (l *Log[R]) finish(w *write[R], err error) {
 		q[0] = nil
 		q = q[1:]
 		if h.err == nil {
-			for j := range h.recs {
-				l.st.Apply(&h.recs[j])
+			ts, _ := l.st.(TxnState[R])
+			switch {
+			case h.marker:
+				delete(l.mu.openTxn[h.part], h.txn)
+				ts.ApplyMarker(h.txn, h.commit)
+			case h.txn >= 0:
+				for j := range h.recs {
+					ts.ApplyTxn(h.txn, &h.recs[j])
+				}
+			default:
+				for j := range h.recs {
+					l.st.Apply(&h.recs[j])
+				}
 			}
 			l.mu.applied[h.part] = append(l.mu.applied[h.part], appliedWrite{next: h.next, end: h.end})
 			l.mu.dirty = true

@@ -41,6 +41,9 @@ func (l *Log[R]) Snapshot() error {
 			n++
 		}
 		l.mu.applied[i] = append(a[:0], a[n:]...)
+		for _, first := range l.mu.openTxn[i] {
+			cut = min(cut, max(first, l.mu.cut[i]))
+		}
 		cuts[i] = cut
 		moved = moved || cut != l.mu.cut[i]
 	}

@@ -25,6 +25,20 @@ import (
 // counts as a heartbeat, as in Kafka: commits during a rebalance are
 // allowed, since the heartbeat tells the member to rejoin.
 func (c *Coordinator) ValidateCommit(groupID, memberID, instanceID string, generation int32) error {
+	return c.validateCommit(groupID, memberID, instanceID, generation, false)
+}
+
+// ValidateTxnCommit is ValidateCommit for TxnOffsetCommit, with Kafka's
+// looser transactional rules (validateOffsetCommit with isTransactional):
+// a commit without generation and member (producers before KIP-447 send
+// none) is accepted whatever the group's state, and a member may commit
+// while the group completes a rebalance. A missing group is created for a
+// commit with generation < 0, as for a simple consumer.
+func (c *Coordinator) ValidateTxnCommit(groupID, memberID, instanceID string, generation int32) error {
+	return c.validateCommit(groupID, memberID, instanceID, generation, true)
+}
+
+func (c *Coordinator) validateCommit(groupID, memberID, instanceID string, generation int32, transactional bool) error {
 	if !c.enter() {
 		return kerr.CoordinatorNotAvailable
 	}
@@ -45,11 +59,14 @@ func (c *Coordinator) ValidateCommit(groupID, memberID, instanceID string, gener
 		if generation != g.mu.generation {
 			return kerr.IllegalGeneration
 		}
-	} else if state != Empty {
+	} else if state != Empty && !transactional {
 		return kerr.UnknownMemberID
 	}
 	switch state {
 	case CompletingRebalance:
+		if transactional {
+			return nil
+		}
 		return kerr.RebalanceInProgress
 	case Stable, PreparingRebalance:
 		if m := g.mu.byID[memberID]; m != nil {

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -67,5 +68,19 @@ func TestCommitKeepsMemberAlive(t *testing.T) {
 			wantErr(t, "commit", c.ValidateCommit("g", a.id, "", a.gen), nil)
 		}
 		wantErr(t, "heartbeat", a.heartbeat(), nil)
+	})
+}
+
+// TestValidateTxnCommit checks the transactional rules: no member is fine
+// on a group with members, and a missing group is created only for
+// generation < 0.
+func TestValidateTxnCommit(t *testing.T) {
+	runWith(t, testConfig(), nil, func(t *testing.T, c *Coordinator) {
+		if err := c.ValidateTxnCommit("missing", "m", "", 2); !errors.Is(err, kerr.IllegalGeneration) {
+			t.Fatalf("member of a missing group: %v", err)
+		}
+		if err := c.ValidateTxnCommit("solo", "", "", -1); err != nil {
+			t.Fatalf("producer without group management: %v", err)
+		}
 	})
 }

@@ -21,6 +21,11 @@ type Commit struct {
 // (KAFKA_STORAGE_ERROR, REQUEST_TIMED_OUT, COORDINATOR_NOT_AVAILABLE).
 // done may run before Commit returns, or on another goroutine.
 func (s *Store) Commit(group string, cs []Commit, done func(error)) {
+	s.write(group, s.commitRecs(group, cs), done)
+}
+
+// commitRecs are the records of a commit, stamped now.
+func (s *Store) commitRecs(group string, cs []Commit) []rec {
 	now := s.cfg.Now().UnixMilli()
 	recs := make([]rec, len(cs))
 	for i, c := range cs {
@@ -29,7 +34,7 @@ func (s *Store) Commit(group string, cs []Commit, done func(error)) {
 			CommitTimestamp: now, ExpireTimestamp: c.ExpireTimestamp,
 		}}
 	}
-	s.write(group, recs, done)
+	return recs
 }
 
 // Fetch returns a copy of the group's committed offsets (nil when none).

@@ -50,6 +50,9 @@ type Store struct {
 		sync.Mutex
 		closed bool
 		groups map[string]*groupState
+		// txn holds, per producer id, the offsets of its open
+		// transaction (TxnOffsetCommit): durable, not yet visible.
+		txn map[int64][]rec
 	}
 
 	stop chan struct{}
@@ -83,6 +86,7 @@ func Open(cfg Config, ps *partition.Store, parts []*partition.Partition, hooks H
 	}
 	s := &Store{cfg: cfg, hooks: hooks, lg: lg, stop: make(chan struct{})}
 	s.mu.groups = map[string]*groupState{}
+	s.mu.txn = map[int64][]rec{}
 
 	start := time.Now()
 	l, ld, err := coordlog.Open(coordlog.Config{
