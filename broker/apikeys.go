@@ -63,6 +63,7 @@ func apiTable() []api {
 	table = append(table, dataAPIs()...)
 	table = append(table, groupAPIs()...)
 	table = append(table, offsetAPIs()...)
+	table = append(table, txnAPIs()...)
 	return table
 }
 

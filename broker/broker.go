@@ -20,6 +20,7 @@ import (
 	"github.com/kbroker/kbroker/partition"
 	"github.com/kbroker/kbroker/sendfile"
 	"github.com/kbroker/kbroker/topic"
+	"github.com/kbroker/kbroker/txn"
 )
 
 // Broker is a Kafka-compatible broker: the listener, its connections, the
@@ -39,7 +40,11 @@ type Broker struct {
 	// a group first needs it (groupOffsets).
 	offsets   atomic.Pointer[offsets.Store]
 	offsetsMu sync.Mutex
-	budget    *byteBudget
+	// txns is the transaction coordinator, opened at start-up or when a
+	// transaction first needs it (transactions).
+	txns   atomic.Pointer[txn.Coordinator]
+	txnsMu sync.Mutex
+	budget *byteBudget
 
 	ln        net.Listener
 	advHost   string
@@ -123,6 +128,14 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		b.groups.Close()
 		store.Close()
 		return nil, fmt.Errorf("broker: group offsets: %w", err)
+	}
+	if _, err := b.transactions(false); err != nil {
+		if s := b.offsets.Load(); s != nil {
+			s.Close()
+		}
+		b.groups.Close()
+		store.Close()
+		return nil, fmt.Errorf("broker: transaction coordinator: %w", err)
 	}
 	b.lg.Info("store opened",
 		zap.String("dir", cfg.DataDir),
@@ -275,6 +288,13 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	var errs []error
+	// The transaction coordinator first: its markers may still write to
+	// the offsets store.
+	if c := b.txns.Load(); c != nil {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s := b.offsets.Load(); s != nil {
 		if err := s.Close(); err != nil {
 			errs = append(errs, err)

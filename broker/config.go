@@ -101,6 +101,22 @@ type Config struct {
 	// files holding older commits can be deleted and recovery replays only
 	// what follows the snapshot.
 	OffsetsSnapshotInterval time.Duration `kafka:"kbroker.offsets.snapshot.interval.ms"`
+
+	// TransactionTopicPartitions is transaction.state.log.num.partitions,
+	// used when __transaction_state is first created; 1 by default
+	// (Kafka: 50), as for the offsets topic. The snapshot interval of the
+	// transaction state is kbroker.offsets.snapshot.interval.ms.
+	TransactionTopicPartitions int32 `kafka:"transaction.state.log.num.partitions"`
+	// TransactionMaxTimeout is transaction.max.timeout.ms: the longest
+	// transaction.timeout.ms a producer may ask for.
+	TransactionMaxTimeout time.Duration `kafka:"transaction.max.timeout.ms"`
+	// TransactionAbortCheckInterval is
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms: how
+	// often transactions past their timeout are looked for and aborted.
+	TransactionAbortCheckInterval time.Duration `kafka:"transaction.abort.timed.out.transaction.cleanup.interval.ms"`
+	// TransactionalIDExpiration is transactional.id.expiration.ms: how
+	// long an idle transactional id is remembered.
+	TransactionalIDExpiration time.Duration `kafka:"transactional.id.expiration.ms"`
 }
 
 // DefaultConfig returns the defaults of the kbroker command.
@@ -134,6 +150,11 @@ func DefaultConfig() Config {
 		OffsetsRetentionMinutes:       7 * 24 * 60,
 		OffsetsRetentionCheckInterval: 10 * time.Minute,
 		OffsetsSnapshotInterval:       time.Minute,
+
+		TransactionTopicPartitions:    1,
+		TransactionMaxTimeout:         15 * time.Minute,
+		TransactionAbortCheckInterval: 10 * time.Second,
+		TransactionalIDExpiration:     7 * 24 * time.Hour,
 	}
 }
 
@@ -195,6 +216,12 @@ func (c *Config) Validate() error {
 	}
 	if c.OffsetsRetentionMinutes < 1 {
 		errs = append(errs, fmt.Errorf("offsets.retention.minutes %d must be at least 1", c.OffsetsRetentionMinutes))
+	}
+	if c.TransactionTopicPartitions < 1 || c.TransactionTopicPartitions > 1000 {
+		errs = append(errs, fmt.Errorf("transaction.state.log.num.partitions %d must be between 1 and 1000", c.TransactionTopicPartitions))
+	}
+	if c.TransactionMaxTimeout <= 0 || c.TransactionAbortCheckInterval <= 0 || c.TransactionalIDExpiration <= 0 {
+		errs = append(errs, errors.New("transaction.max.timeout.ms, transaction.abort.timed.out.transaction.cleanup.interval.ms and transactional.id.expiration.ms must be positive"))
 	}
 	if c.OffsetsRetentionCheckInterval <= 0 || c.OffsetsSnapshotInterval <= 0 {
 		errs = append(errs, errors.New("offsets.retention.check.interval.ms and kbroker.offsets.snapshot.interval.ms must be positive"))

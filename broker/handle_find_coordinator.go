@@ -49,6 +49,12 @@ func (b *Broker) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 			err = kerr.CoordinatorNotAvailable
 		}
 	}
+	if err == nil && req.CoordinatorType == coordinatorTransaction {
+		// Likewise __transaction_state for a transactional id.
+		if _, terr := b.transactionCoordinator(); terr != nil {
+			err = kerr.CoordinatorNotAvailable
+		}
+	}
 	node, host, port := b.cfg.NodeID, b.advHost, b.advPort
 	var code int16
 	var msg *string

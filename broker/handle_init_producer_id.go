@@ -15,22 +15,19 @@ package broker
 // ProducerEpoch is INVALID_REQUEST. Ids come from producer_ids.go: blocks of
 // 1000, persisted before use, so they never repeat across restarts.
 //
-// Transactions are not implemented. A non-empty TransactionalID is answered
-// with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what Kafka answers when the
-// ACLs deny the principal that transactional id. It is what a real Kafka
-// cluster says when transactions are not available to the client, it is not
-// retriable, and franz-go, librdkafka and the Java client report it at once
-// as a clear fatal error ("not authorized to use transactional id"). The
-// alternative, COORDINATOR_NOT_AVAILABLE, is retriable: clients would retry
-// it until their transaction timeout and fail with a misleading message.
-// Produce refuses transactional batches with the same code
-// (handle_produce.go), and FindCoordinator for a transaction key should too.
-// An empty TransactionalID is INVALID_REQUEST, as in Kafka.
+// A transactional id goes to the transaction coordinator (txn/): a new id
+// gets a producer id with epoch 0, a known one an epoch bump that fences
+// its previous producer (after aborting its open transaction, meanwhile
+// CONCURRENT_TRANSACTIONS), with the error codes of the request's version
+// (txn.ForVersion). An empty TransactionalID is INVALID_REQUEST, as in
+// Kafka.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/kbroker/kbroker/txn"
 )
 
 func (b *Broker) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) (result, error) {
@@ -40,12 +37,11 @@ func (b *Broker) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) 
 	case req.TransactionalID != nil && *req.TransactionalID == "":
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return now(resp)
-	case req.TransactionalID != nil:
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return now(resp)
 	case req.Version >= 3 && (req.ProducerID == -1) != (req.ProducerEpoch == -1):
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return now(resp)
+	case req.TransactionalID != nil:
+		return b.initTransactionalProducer(req, resp)
 	}
 	id, err := b.pids.next()
 	if err != nil {
@@ -55,4 +51,29 @@ func (b *Broker) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) 
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return now(resp)
+}
+
+// initTransactionalProducer hands a transactional InitProducerId to the
+// coordinator; the response waits for its durable state change.
+func (b *Broker) initTransactionalProducer(req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) (result, error) {
+	coord, err := b.transactionCoordinator()
+	if err != nil {
+		resp.ErrorCode = errorCode(err)
+		return now(resp)
+	}
+	ready := make(chan struct{})
+	coord.InitProducerID(txn.InitRequest{
+		TransactionalID: *req.TransactionalID,
+		TimeoutMs:       req.TransactionTimeoutMillis,
+		ProducerID:      req.ProducerID,
+		Epoch:           req.ProducerEpoch,
+	}, func(r txn.InitResult) {
+		if r.Err != nil {
+			resp.ErrorCode = errorCode(txn.ForVersion(kmsg.InitProducerID, req.Version, r.Err))
+		} else {
+			resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.Epoch
+		}
+		close(ready)
+	})
+	return result{resp: resp, ready: ready}, nil
 }

@@ -53,7 +53,7 @@ func TestInitProducerIDRequests(t *testing.T) {
 	if first.ErrorCode != 0 {
 		t.Fatal(kerr.ErrorForCode(first.ErrorCode))
 	}
-	empty, txn := "", "my-txn"
+	empty, txn, txn0 := "", "my-txn", "my-txn-v0"
 	for _, tc := range []struct {
 		name  string
 		req   *kmsg.InitProducerIDRequest
@@ -64,8 +64,8 @@ func TestInitProducerIDRequests(t *testing.T) {
 		{"KIP-360 existing producer", initProducerIDReq(4, nil, first.ProducerID, 0), nil, true},
 		{"only producer id", initProducerIDReq(3, nil, first.ProducerID, -1), kerr.InvalidRequest, false},
 		{"only epoch", initProducerIDReq(3, nil, -1, 2), kerr.InvalidRequest, false},
-		{"transactional", initProducerIDReq(5, &txn, -1, -1), kerr.TransactionalIDAuthorizationFailed, false},
-		{"transactional v0", initProducerIDReq(0, &txn, -1, -1), kerr.TransactionalIDAuthorizationFailed, false},
+		{"transactional", initProducerIDReq(5, &txn, -1, -1), nil, true},
+		{"transactional v0", initProducerIDReq(0, &txn0, -1, -1), nil, true},
 		{"empty transactional id", initProducerIDReq(5, &empty, -1, -1), kerr.InvalidRequest, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

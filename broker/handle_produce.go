@@ -32,11 +32,14 @@ package broker
 // that the client notices and refreshes its metadata. Any other acks value
 // is INVALID_REQUIRED_ACKS for every partition of a known topic.
 //
-// Transactions are not implemented. A request holding a transactional batch
-// gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition and appends
-// nothing: what Kafka answers when the transactional id is null or the ACLs
-// deny it (KafkaApis.handleProduceRequest), and the code InitProducerId gives
-// for every transactional id (see handle_init_producer_id.go).
+// Transactional batches: each is checked against the producer's ongoing
+// transaction (the partition must have been added by AddPartitionsToTxn,
+// at the current epoch; txn.Coordinator.Verify, with the codes Kafka gives
+// Produce: INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE up to v10, retriable
+// NOT_ENOUGH_REPLICAS while the coordinator is busy), then the partition
+// opens or extends the producer's transaction. A request with
+// transactional batches but no transactional id gets
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition, as Kafka.
 //
 // Deviations from Kafka: TimeoutMillis is not used (acks=-1 waits for the
 // flush, bounded by the sync flush timeout); ErrorMessage (v8+) is filled
@@ -59,6 +62,7 @@ import (
 	"github.com/kbroker/kbroker/partition"
 	"github.com/kbroker/kbroker/partition/batch"
 	"github.com/kbroker/kbroker/topic"
+	"github.com/kbroker/kbroker/txn"
 )
 
 // internalWriterClientID may write to internal topics (Kafka's
@@ -68,7 +72,9 @@ const internalWriterClientID = "__admin_client"
 func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	parts := b.produceResponseShape(req, resp)
-	if hasTransactionalBatch(req) {
+	if hasTransactionalBatch(req) && req.TransactionID == nil {
+		// Kafka refuses transactional records without a transactional
+		// id as it refuses an unauthorized one.
 		for i := range parts {
 			parts[i].ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		}
@@ -96,6 +102,11 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 				continue
 			case !validAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				failed = true
+				continue
+			}
+			if code := b.verifyTransactional(req, t.Name, rp); code != 0 {
+				sp.ErrorCode = code
 				failed = true
 				continue
 			}
@@ -158,6 +169,26 @@ func (b *Broker) produceTopic(c *conn, version int16, rt *kmsg.ProduceRequestTop
 		return t, kerr.InvalidTopicException.Code
 	}
 	return t, 0
+}
+
+// verifyTransactional checks a transactional batch against the producer's
+// ongoing transaction (Kafka's transaction verification of KIP-890 part
+// 1): the partition must have been added with AddPartitionsToTxn, by the
+// current epoch. Anything else is 0 (the partition validates the batch).
+func (b *Broker) verifyTransactional(req *kmsg.ProduceRequest, topicName string, rp *kmsg.ProduceRequestTopicPartition) int16 {
+	r := rp.Records
+	if req.TransactionID == nil || len(r) < batch.HeaderSize || r[batch.AttributesOffset+1]&batch.AttrTransactional == 0 {
+		return 0
+	}
+	h, err := batch.ParseHeader(r)
+	if err != nil {
+		return 0
+	}
+	coord, err := b.transactionCoordinator()
+	if err == nil {
+		err = coord.Verify(*req.TransactionID, h.ProducerID, h.ProducerEpoch, txn.TopicPartition{Topic: topicName, Partition: rp.Partition})
+	}
+	return errorCode(txn.ForVersion(kmsg.Produce, req.Version, err))
 }
 
 // hasTransactionalBatch reports whether any partition's records start with

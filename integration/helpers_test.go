@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/kbroker/kbroker/broker"
+	kblog "github.com/kbroker/kbroker/log"
 )
 
 // Bounds on waiting for a broker process.
@@ -96,11 +98,32 @@ type brokerOpts struct {
 	flush        string // sync, async or pool; "" is the default (async)
 	noAutoCreate bool
 	partitions   int32 // num.partitions; 0 is the default (1)
+	// props are further settings by Kafka property name: a --config file
+	// for the binary, Config.Set in-process.
+	props map[string]string
 }
 
-// args are the command-line flags for o.
-func (o brokerOpts) args() []string {
+// args are the command-line flags for o; props go to a --config file in
+// a temporary directory of t.
+func (o brokerOpts) args(t *testing.T) []string {
+	t.Helper()
 	var args []string
+	if len(o.props) > 0 {
+		keys := make([]string, 0, len(o.props))
+		for k := range o.props {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var file strings.Builder
+		for _, k := range keys {
+			fmt.Fprintf(&file, "%s=%s\n", k, o.props[k])
+		}
+		path := filepath.Join(t.TempDir(), "server.properties")
+		if err := os.WriteFile(path, []byte(file.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", path)
+	}
 	if o.flush != "" {
 		args = append(args, "--flush", o.flush)
 	}
@@ -113,8 +136,24 @@ func (o brokerOpts) args() []string {
 	return args
 }
 
-// edit applies o to an in-process broker's Config.
+// check fails the test if a setting of o.props is unknown or malformed
+// (edit cannot report it).
+func (o brokerOpts) check(t *testing.T) {
+	t.Helper()
+	c := broker.DefaultConfig()
+	for k, v := range o.props {
+		if err := c.Set(k, v); err != nil {
+			t.Fatalf("brokerOpts.props: %v", err)
+		}
+	}
+}
+
+// edit applies o to an in-process broker's Config; check has vetted
+// o.props.
 func (o brokerOpts) edit(c *broker.Config) {
+	for k, v := range o.props {
+		c.Set(k, v)
+	}
 	if o.flush != "" {
 		c.FlushMode = o.flush
 	}
@@ -130,9 +169,10 @@ func (o brokerOpts) edit(c *broker.Config) {
 // and against the in-process broker, both started with o.
 func eachBroker(t *testing.T, o brokerOpts, f func(t *testing.T, b testBroker)) {
 	t.Helper()
+	o.check(t)
 	t.Run("binary", func(t *testing.T) {
 		t.Parallel()
-		f(t, startBinary(t, o.args()...))
+		f(t, startBinary(t, o.args(t)...))
 	})
 	t.Run("in-process", func(t *testing.T) {
 		t.Parallel()
@@ -313,11 +353,26 @@ func (b *inProcessBroker) Restart(t *testing.T) {
 func (b *inProcessBroker) start(t *testing.T) {
 	t.Helper()
 	lg := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
-	ip, err := broker.StartInProcess(b.dir, b.edit, broker.WithLogger(lg))
-	if err != nil {
-		t.Fatalf("start in-process broker: %v", err)
+	// The data directory's flock can outlive Close for a moment: a child
+	// process that another test forks at the wrong time has a copy of the
+	// lock's descriptor until it execs (O_CLOEXEC closes it only then).
+	// So a restart retries the lock for a while.
+	start := time.Now()
+	for tries := 1; ; tries++ {
+		ip, err := broker.StartInProcess(b.dir, b.edit, broker.WithLogger(lg))
+		if errors.Is(err, kblog.ErrLocked) && time.Since(start) < 5*time.Second {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("start in-process broker: %v", err)
+		}
+		if tries > 1 {
+			t.Logf("in-process broker started at the %d. try, after %v: the data directory was locked", tries, time.Since(start).Round(time.Millisecond))
+		}
+		b.ip = ip
+		return
 	}
-	b.ip = ip
 }
 
 func (b *inProcessBroker) close(t *testing.T) {

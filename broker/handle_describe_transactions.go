@@ -1,0 +1,75 @@
+package broker
+
+// DescribeTransactions v0 and ListTransactions v0–v1 (KIP-664): the
+// coordinator's view of transactional ids. ListTransactions v2 adds a
+// transactional-id pattern in Java regular-expression syntax (KIP-1152);
+// not served, since Go's regexp is not Java's.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/txn"
+)
+
+func (b *Broker) handleDescribeTransactions(c *conn, req *kmsg.DescribeTransactionsRequest) (result, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	coord, _ := b.transactions(false)
+	var descs []txn.Description
+	if coord != nil {
+		descs = coord.Describe(req.TransactionalIDs)
+	}
+	for i, id := range req.TransactionalIDs {
+		st := kmsg.NewDescribeTransactionsResponseTransactionState()
+		st.TransactionalID = id
+		if coord == nil {
+			st.ErrorCode = kerr.TransactionalIDNotFound.Code
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
+		d := descs[i]
+		if d.Err != nil {
+			st.ErrorCode = errorCode(d.Err)
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
+		st.State = d.State.String()
+		st.TimeoutMillis = d.TimeoutMs
+		st.StartTimestamp = d.StartTimeMs
+		st.ProducerID, st.ProducerEpoch = d.ProducerID, d.Epoch
+		for _, tp := range d.Partitions {
+			n := len(st.Topics)
+			if n == 0 || st.Topics[n-1].Topic != tp.Topic {
+				st.Topics = append(st.Topics, kmsg.DescribeTransactionsResponseTransactionStateTopic{Topic: tp.Topic})
+				n++
+			}
+			st.Topics[n-1].Partitions = append(st.Topics[n-1].Partitions, tp.Partition)
+		}
+		resp.TransactionStates = append(resp.TransactionStates, st)
+	}
+	return now(resp)
+}
+
+func (b *Broker) handleListTransactions(c *conn, req *kmsg.ListTransactionsRequest) (result, error) {
+	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
+	coord, _ := b.transactions(false)
+	if coord == nil {
+		// No transaction yet: nothing to list; the state filters are
+		// still checked.
+		for _, s := range req.StateFilters {
+			if _, ok := txn.ParseState(s); !ok {
+				resp.UnknownStateFilters = append(resp.UnknownStateFilters, s)
+			}
+		}
+		return now(resp)
+	}
+	lr := coord.List(req.StateFilters, req.ProducerIDFilters, req.DurationFilterMillis)
+	resp.ErrorCode = errorCode(lr.Err)
+	resp.UnknownStateFilters = lr.UnknownStates
+	for _, l := range lr.Transactions {
+		resp.TransactionStates = append(resp.TransactionStates, kmsg.ListTransactionsResponseTransactionState{
+			TransactionalID: l.TransactionalID, ProducerID: l.ProducerID, TransactionState: l.State.String(),
+		})
+	}
+	return now(resp)
+}

@@ -1,0 +1,109 @@
+package broker
+
+// TxnOffsetCommit v0–newest (KIP-98, KIP-447 group metadata from v3, topic
+// ids from v6): offsets committed inside a transaction. As in Kafka:
+//
+//   - the group check is the transactional one
+//     (group.Coordinator.ValidateTxnCommit): producers before KIP-447 send
+//     no generation or member, which is accepted; with member data the
+//     member and generation must match.
+//   - the group's __consumer_offsets partition must be in the producer's
+//     ongoing transaction (AddOffsetsToTxn): otherwise the coordinator's
+//     error (INVALID_TXN_STATE or TRANSACTION_ABORTABLE by version,
+//     INVALID_PRODUCER_EPOCH for a fenced producer...).
+//   - each partition must exist; metadata is bounded as for OffsetCommit.
+//
+// The offsets are written as a transactional batch of the producer and
+// the response waits until it is durable; OffsetFetch shows them only
+// once the transaction commits (package offsets).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/offsets"
+	"github.com/kbroker/kbroker/txn"
+)
+
+func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest) (result, error) {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	resp.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
+	groupErr := b.validateTxnOffsetCommit(req)
+	var commits []offsets.Commit
+	var slots []*int16
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &resp.Topics[i]
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(rt.Partitions))
+		t, topicCode := b.offsetTopic(req.Version >= 6, rt.Topic, rt.TopicID)
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			sp.Partition = rp.Partition
+			switch {
+			case groupErr != nil:
+				sp.ErrorCode = errorCode(groupErr)
+			case topicCode != 0:
+				sp.ErrorCode = topicCode
+			case rp.Partition < 0 || rp.Partition >= t.Partitions:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.Metadata != nil && len(*rp.Metadata) > offsetMetadataMaxBytes:
+				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			default:
+				cm := offsets.Commit{
+					TopicPartition:  offsets.TopicPartition{Topic: t.Name, Partition: rp.Partition},
+					Offset:          rp.Offset,
+					LeaderEpoch:     rp.LeaderEpoch,
+					ExpireTimestamp: -1,
+				}
+				if req.Version < 2 {
+					cm.LeaderEpoch = -1
+				}
+				if rp.Metadata != nil {
+					cm.Metadata = *rp.Metadata
+				}
+				commits = append(commits, cm)
+				slots = append(slots, &sp.ErrorCode)
+			}
+		}
+	}
+	if len(commits) == 0 {
+		return now(resp)
+	}
+	store, err := b.committedOffsets()
+	if err != nil {
+		for _, s := range slots {
+			*s = errorCode(err)
+		}
+		return now(resp)
+	}
+	ready := make(chan struct{})
+	store.CommitTxn(req.Group, req.ProducerID, req.ProducerEpoch, commits, func(err error) {
+		if code := coordinatorWriteCode(err); code != 0 {
+			for _, s := range slots {
+				*s = code
+			}
+		}
+		close(ready)
+	})
+	return result{resp: resp, ready: ready}, nil
+}
+
+// validateTxnOffsetCommit checks the group membership and that the
+// group's offsets partition is in the producer's transaction.
+func (b *Broker) validateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) error {
+	instance := ""
+	if req.InstanceID != nil {
+		instance = *req.InstanceID
+	}
+	if err := b.groups.ValidateTxnCommit(req.Group, req.MemberID, instance, req.Generation); err != nil {
+		return err
+	}
+	coord, err := b.transactionCoordinator()
+	if err != nil {
+		return err
+	}
+	return txn.ForVersion(kmsg.TxnOffsetCommit, req.Version,
+		coord.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, b.groupPartition(req.Group)))
+}

@@ -1,0 +1,162 @@
+package broker
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+
+	"github.com/kbroker/kbroker/coordlog"
+	"github.com/kbroker/kbroker/partition"
+	"github.com/kbroker/kbroker/topic"
+	"github.com/kbroker/kbroker/txn"
+)
+
+// transactions returns the transaction coordinator, opening it on first
+// use. Like Kafka, the broker creates __transaction_state only when a
+// transaction first needs it (FindCoordinator for a transactional id, a
+// transactional InitProducerId); with create unset a missing topic means
+// no transactions (nil, nil). After a restart the coordinator opens at
+// start-up if the topic exists, so that transactions left in PrepareCommit
+// or PrepareAbort are completed and open ones time out.
+func (b *Broker) transactions(create bool) (*txn.Coordinator, error) {
+	if c := b.txns.Load(); c != nil {
+		return c, nil
+	}
+	b.txnsMu.Lock()
+	defer b.txnsMu.Unlock()
+	if c := b.txns.Load(); c != nil {
+		return c, nil
+	}
+	t, ok := b.topics.Get(topic.TransactionTopic)
+	if !ok && !create {
+		return nil, nil
+	}
+	if !ok {
+		// Kept forever, as __consumer_offsets: snapshots move its log
+		// start.
+		maxBytes := strconv.Itoa(int(b.cfg.MaxRequestBytes))
+		forever := "-1"
+		var err error
+		t, err = b.topics.CreateInternal(topic.TransactionTopic, b.cfg.TransactionTopicPartitions, map[string]*string{
+			"max.message.bytes": &maxBytes,
+			"retention.ms":      &forever,
+			"retention.bytes":   &forever,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("create %s: %w", topic.TransactionTopic, err)
+		}
+	}
+	parts := b.store.Partitions(partition.TopicID(t.ID))
+	if int32(len(parts)) != t.Partitions {
+		return nil, fmt.Errorf("%s: %d of %d partitions in the store", t.Name, len(parts), t.Partitions)
+	}
+	c, err := txn.Open(txn.Config{
+		Dir:                filepath.Join(b.cfg.DataDir, "metadata"),
+		MaxTimeout:         b.cfg.TransactionMaxTimeout,
+		AbortCheckInterval: b.cfg.TransactionAbortCheckInterval,
+		IDExpiration:       b.cfg.TransactionalIDExpiration,
+		SnapshotInterval:   b.cfg.OffsetsSnapshotInterval,
+	}, b.store, parts, txn.Deps{
+		NextProducerID: b.pids.next,
+		WriteMarkers:   b.writeMarkers,
+		GroupPartition: b.groupPartition,
+	}, b.lg)
+	if err != nil {
+		return nil, err
+	}
+	b.txns.Store(c)
+	return c, nil
+}
+
+// transactionCoordinator is transactions(true) for a request handler: a
+// failure is COORDINATOR_NOT_AVAILABLE, which clients retry.
+func (b *Broker) transactionCoordinator() (*txn.Coordinator, error) {
+	c, err := b.transactions(true)
+	if err != nil {
+		b.lg.Error("open transaction coordinator", zap.Error(err))
+		return nil, fmt.Errorf("%w: %w", kerr.CoordinatorNotAvailable, err)
+	}
+	return c, nil
+}
+
+// groupPartition is the __consumer_offsets partition that holds a
+// group's offsets (AddOffsetsToTxn adds it to the transaction).
+func (b *Broker) groupPartition(groupID string) txn.TopicPartition {
+	n := int(b.cfg.OffsetsTopicPartitions)
+	if t, ok := b.topics.Get(topic.GroupMetadataTopic); ok {
+		n = int(t.Partitions)
+	}
+	return txn.TopicPartition{Topic: topic.GroupMetadataTopic, Partition: int32(coordlog.PartitionFor(groupID, n))}
+}
+
+// writeMarkers writes the end-transaction markers of a producer into every
+// partition of its transaction and calls done once they are durable. A
+// __consumer_offsets partition gets its marker through the offsets store,
+// which makes the transaction's offsets visible (commit) or drops them
+// (abort). A partition that no longer exists (its topic was deleted) needs
+// no marker. The partitions whose marker could not be written are reported
+// in a txn.MarkerError, so the coordinator retries only those.
+func (b *Broker) writeMarkers(producerID int64, epoch int16, commit bool, tps []txn.TopicPartition, done func(error)) {
+	nowMs := time.Now().UnixMilli()
+	var failed []txn.TopicPartition
+	var firstErr error
+	var maxEnd int64
+	var offsetsParts []int32
+	for _, tp := range tps {
+		if tp.Topic == topic.GroupMetadataTopic {
+			offsetsParts = append(offsetsParts, tp.Partition)
+			continue
+		}
+		t, ok := b.topics.Get(tp.Topic)
+		if !ok {
+			continue
+		}
+		p := b.store.Partition(partition.TopicID(t.ID), tp.Partition)
+		if p == nil {
+			continue
+		}
+		res, err := p.AppendMarker(producerID, epoch, commit, 0, nowMs)
+		if err != nil {
+			failed = append(failed, tp)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		maxEnd = max(maxEnd, res.End)
+	}
+	finish := func(offsetsErr error) {
+		b.store.SubmitDurable(maxEnd, func(err error) {
+			switch {
+			case err != nil:
+				done(err) // nothing is known durable: retry them all
+			case offsetsErr != nil || len(failed) > 0:
+				if firstErr == nil {
+					firstErr = offsetsErr
+				}
+				if offsetsErr != nil {
+					for _, p := range offsetsParts {
+						failed = append(failed, txn.TopicPartition{Topic: topic.GroupMetadataTopic, Partition: p})
+					}
+				}
+				done(&txn.MarkerError{Remaining: failed, Err: firstErr})
+			default:
+				done(nil)
+			}
+		})
+	}
+	if len(offsetsParts) == 0 {
+		finish(nil)
+		return
+	}
+	store, err := b.committedOffsets()
+	if err != nil {
+		finish(err)
+		return
+	}
+	store.CompleteTxn(offsetsParts, producerID, epoch, commit, finish)
+}
