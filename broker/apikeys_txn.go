@@ -2,7 +2,7 @@ package broker
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-// txnAPIs are the transaction APIs (InitProducerId is in dataAPIs: it
+// txnAPIs are the transaction APIs and DescribeProducers (InitProducerId is in dataAPIs: it
 // serves idempotent producers too). Each handler's file header lists its
 // versions and deviations; AddPartitionsToTxn stops at v3 (v4+ is
 // broker-to-broker), EndTxn at v4 (v5+ is transactions v2, not
@@ -15,6 +15,7 @@ func txnAPIs() []api {
 		{key: int16(kmsg.EndTxn), min: 0, max: min(4, kmsgMax(int16(kmsg.EndTxn))), handle: typed((*Broker).handleEndTxn)},
 		{key: int16(kmsg.TxnOffsetCommit), min: 0, max: kmsgMax(int16(kmsg.TxnOffsetCommit)), handle: typed((*Broker).handleTxnOffsetCommit)},
 		{key: int16(kmsg.DescribeTransactions), min: 0, max: kmsgMax(int16(kmsg.DescribeTransactions)), handle: typed((*Broker).handleDescribeTransactions)},
+		{key: int16(kmsg.DescribeProducers), min: 0, max: kmsgMax(int16(kmsg.DescribeProducers)), handle: typed((*Broker).handleDescribeProducers)},
 		{key: int16(kmsg.ListTransactions), min: 0, max: min(1, kmsgMax(int16(kmsg.ListTransactions))), handle: typed((*Broker).handleListTransactions)},
 	}
 }

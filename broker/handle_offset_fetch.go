@@ -6,10 +6,11 @@ package broker
 // committed offset gets offset -1, leader epoch -1 and metadata "", with
 // no error, as in Kafka 4 (also for unknown topics; v10 names topics by
 // id, and an unknown id is UNKNOWN_TOPIC_ID). Offsets are visible only
-// once durable (package offsets), so require_stable (v7+), which concerns
-// transactional offsets, has nothing to wait for until transactions
-// exist. v9's member id and epoch concern KIP-848 groups; classic groups
-// ignore them, as Kafka does.
+// once durable (package offsets). With require_stable (v7+) a partition
+// with offsets in an open transaction (TxnOffsetCommit not yet committed
+// or aborted) gets UNSTABLE_OFFSET_COMMIT and offset -1, which clients
+// retry, as Kafka answers. v9's member id and epoch concern KIP-848
+// groups; classic groups ignore them, as Kafka does.
 
 import (
 	"cmp"
@@ -47,7 +48,7 @@ func (b *Broker) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (resul
 		for _, t := range req.Topics {
 			topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
-		for _, ft := range b.fetchGroupOffsets(req.Group, all, topics, false, req.Version) {
+		for _, ft := range b.fetchGroupOffsets(req.Group, all, topics, false, req.RequireStable, req.Version) {
 			rt := kmsg.OffsetFetchResponseTopic{Topic: ft.Topic}
 			for _, p := range ft.Partitions {
 				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseTopicPartition{
@@ -60,7 +61,7 @@ func (b *Broker) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (resul
 	}
 	for _, g := range req.Groups {
 		rg := kmsg.OffsetFetchResponseGroup{Group: g.Group}
-		for _, ft := range b.fetchGroupOffsets(g.Group, g.Topics == nil, g.Topics, byID, req.Version) {
+		for _, ft := range b.fetchGroupOffsets(g.Group, g.Topics == nil, g.Topics, byID, req.RequireStable, req.Version) {
 			rt := kmsg.OffsetFetchResponseGroupTopic{Topic: ft.Topic, TopicID: ft.TopicID}
 			for _, p := range ft.Partitions {
 				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition{
@@ -76,13 +77,17 @@ func (b *Broker) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (resul
 
 // fetchGroupOffsets answers for one group: every committed partition when
 // all is set, else the partitions asked.
-func (b *Broker) fetchGroupOffsets(groupID string, all bool, asked []kmsg.OffsetFetchRequestGroupTopic, byID bool, version int16) []fetchedTopic {
+func (b *Broker) fetchGroupOffsets(groupID string, all bool, asked []kmsg.OffsetFetchRequestGroupTopic, byID, requireStable bool, version int16) []fetchedTopic {
 	var committed map[offsets.TopicPartition]offsets.Offset
-	if store, _ := b.groupOffsets(false); store != nil {
+	store, _ := b.groupOffsets(false)
+	if store != nil {
 		committed = store.Fetch(groupID)
 	}
 	empty := ""
 	answer := func(tp offsets.TopicPartition) fetchedPartition {
+		if requireStable && store != nil && store.PendingTxn(groupID, tp) {
+			return fetchedPartition{Partition: tp.Partition, Offset: -1, LeaderEpoch: -1, Metadata: &empty, ErrorCode: kerr.UnstableOffsetCommit.Code}
+		}
 		o, ok := committed[tp]
 		if !ok {
 			return fetchedPartition{Partition: tp.Partition, Offset: -1, LeaderEpoch: -1, Metadata: &empty}

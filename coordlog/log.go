@@ -77,11 +77,15 @@ type Log[R any] struct {
 		// cut is, per partition, the offset the last snapshot covers.
 		cut []int64
 		// openTxn is, per partition, the first offset of every producer's
-		// transaction whose marker is not applied yet: a snapshot never
-		// cuts past one, because the snapshot holds only applied state
-		// and the transaction's records must be replayed when its marker
-		// comes.
-		openTxn []map[int64]int64
+		// transaction whose marker is not applied yet, and closedTxn the
+		// transactions whose marker is applied but not yet below the
+		// last cut. A snapshot never cuts past the first offset of
+		// either: the snapshot holds the transaction's effect, and a
+		// replay that starts inside it would miss its records but meet
+		// the records that followed them (a later plain commit of the
+		// same key would then win over the transaction's).
+		openTxn   []map[int64]int64
+		closedTxn [][]closedTxn
 		dirty bool
 		buf   []byte
 		kvs   []batch.KeyValue
@@ -107,6 +111,10 @@ type write[R any] struct {
 }
 
 type appliedWrite struct{ next, end int64 }
+
+// closedTxn is a transaction whose marker is applied: its first offset and
+// the offset after its marker.
+type closedTxn struct{ first, markerNext int64 }
 
 // Loaded says what Open found.
 type Loaded struct {
@@ -136,6 +144,7 @@ func Open[R any](cfg Config, ps *partition.Store, parts []*partition.Partition, 
 	l.mu.applied = make([][]appliedWrite, len(parts))
 	l.mu.cut = make([]int64, len(parts))
 	l.mu.openTxn = make([]map[int64]int64, len(parts))
+	l.mu.closedTxn = make([][]closedTxn, len(parts))
 	for i := range parts {
 		l.mu.openTxn[i] = map[int64]int64{}
 	}
@@ -180,7 +189,7 @@ func (l *Log[R]) replay(p *partition.Partition, from int64) (int, error) {
 		ts, isTxn := l.st.(TxnState[R])
 		if h.IsControl() {
 			if m, err := batch.ParseEndTxnMarker(b); err == nil && isTxn {
-				delete(l.mu.openTxn[p.Index()], h.ProducerID)
+				l.closeTxnLocked(int(p.Index()), h.ProducerID, h.BaseOffset+1)
 				ts.ApplyMarker(h.ProducerID, m.Commit)
 			}
 			return true
@@ -315,7 +324,7 @@ func (l *Log[R]) finish(w *write[R], err error) {
 			ts, _ := l.st.(TxnState[R])
 			switch {
 			case h.marker:
-				delete(l.mu.openTxn[h.part], h.txn)
+				l.closeTxnLocked(h.part, h.txn, h.next)
 				ts.ApplyMarker(h.txn, h.commit)
 			case h.txn >= 0:
 				for j := range h.recs {
@@ -336,6 +345,18 @@ func (l *Log[R]) finish(w *write[R], err error) {
 	for _, h := range ready {
 		h.done(h.err)
 	}
+}
+
+// closeTxnLocked moves producerID's transaction on part, if one is open,
+// to the closed ones, until a cut passes its marker (next is the offset
+// after the marker).
+func (l *Log[R]) closeTxnLocked(part int, producerID, next int64) {
+	first, ok := l.mu.openTxn[part][producerID]
+	if !ok {
+		return
+	}
+	delete(l.mu.openTxn[part], producerID)
+	l.mu.closedTxn[part] = append(l.mu.closedTxn[part], closedTxn{first: first, markerNext: next})
 }
 
 // EachPending calls fn, with Log.mu held, for every record appended but

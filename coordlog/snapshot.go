@@ -41,9 +41,18 @@ func (l *Log[R]) Snapshot() error {
 			n++
 		}
 		l.mu.applied[i] = append(a[:0], a[n:]...)
+		// Transactions pin the cut at their first offset until the
+		// cut can pass their marker too (see closedTxn).
+		bound := cut
 		for _, first := range l.mu.openTxn[i] {
-			cut = min(cut, max(first, l.mu.cut[i]))
+			bound = min(bound, first)
 		}
+		for _, c := range l.mu.closedTxn[i] {
+			if cut < c.markerNext {
+				bound = min(bound, c.first)
+			}
+		}
+		cut = max(bound, l.mu.cut[i])
 		cuts[i] = cut
 		moved = moved || cut != l.mu.cut[i]
 	}
@@ -63,6 +72,15 @@ func (l *Log[R]) Snapshot() error {
 	}
 	l.mu.Lock()
 	copy(l.mu.cut, cuts)
+	for i := range l.mu.closedTxn {
+		kept := l.mu.closedTxn[i][:0]
+		for _, c := range l.mu.closedTxn[i] {
+			if cuts[i] < c.markerNext {
+				kept = append(kept, c)
+			}
+		}
+		l.mu.closedTxn[i] = kept
+	}
 	l.mu.Unlock()
 	for i, p := range l.parts {
 		to := min(cuts[i], p.HighWatermark())

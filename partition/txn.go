@@ -426,3 +426,15 @@ func loadAbortedSnapshot(b []byte) ([]abortedEntry, error) {
 	}
 	return es, nil
 }
+
+// Producers returns the state of every producer of the partition, in
+// increasing producer id order (DescribeProducers).
+func (p *Partition) Producers() []ProducerView {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []ProducerView
+	for v := range p.mu.producers.All() {
+		out = append(out, v)
+	}
+	return out
+}
