@@ -86,9 +86,9 @@ type Log[R any] struct {
 		// same key would then win over the transaction's).
 		openTxn   []map[int64]int64
 		closedTxn [][]closedTxn
-		dirty bool
-		buf   []byte
-		kvs   []batch.KeyValue
+		dirty     bool
+		buf       []byte
+		kvs       []batch.KeyValue
 	}
 	// snapMu makes snapshots one at a time.
 	snapMu sync.Mutex
