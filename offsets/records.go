@@ -166,7 +166,8 @@ func decodeRec(key, value []byte) (r rec, ok bool, err error) {
 		if v.Version < 3 {
 			r.offset.LeaderEpoch = -1
 		}
-		if v.Version == 1 {
+		if v.Version == 1 && v.ExpireTimestamp >= 0 {
+			// A negative expire timestamp means none (Kafka writes -1).
 			r.offset.ExpireTimestamp = v.ExpireTimestamp
 		}
 		return r, true, nil
