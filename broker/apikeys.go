@@ -47,6 +47,11 @@ type api struct {
 	key      int16
 	min, max int16
 	handle   handlerFunc
+	// hidden, when set and true, keeps the key out of ApiVersions while
+	// it is still dispatched: a protocol that a setting turns off
+	// (group.coordinator.rebalance.protocols), whose handler answers
+	// UNSUPPORTED_VERSION, as Kafka's does.
+	hidden func(b *Broker) bool
 }
 
 // apiTable is the one list of what the broker serves. ApiVersions is

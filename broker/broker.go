@@ -45,6 +45,9 @@ type Broker struct {
 	txns   atomic.Pointer[txn.Coordinator]
 	txnsMu sync.Mutex
 	budget *byteBudget
+	// allocHook is the commit log's AllocateHook (log.Config): tests set
+	// it through an Option to simulate a full disk.
+	allocHook func(path string, size int64) error
 
 	ln        net.Listener
 	advHost   string
@@ -54,8 +57,12 @@ type Broker struct {
 	mu struct {
 		sync.Mutex
 		conns    map[*conn]struct{}
+		perIP    map[string]int // open connections by remote IP
 		shutdown bool
 	}
+	// refused counts connections closed at accept by max.connections or
+	// max.connections.per.ip.
+	refused atomic.Int64
 	// copiedBytes counts record bytes copied out of the mapping for small
 	// fetch ranges (the rest go with sendfile).
 	copiedBytes atomic.Int64
@@ -86,6 +93,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	b.budget = newByteBudget(cfg.QueuedMaxRequestBytes)
 	b.sessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.mu.conns = map[*conn]struct{}{}
+	b.mu.perIP = map[string]int{}
 
 	defaults := topic.KafkaDefaults()
 	defaults.NumPartitions = cfg.DefaultPartitions
@@ -110,7 +118,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	start := time.Now()
 	store, report, err := partition.Open(partition.Config{
 		Dir:                    cfg.DataDir,
-		Log:                    klog.Config{FileSize: cfg.SegmentBytes},
+		Log:                    klog.Config{FileSize: cfg.SegmentBytes, AllocateHook: b.allocHook},
 		FlushMode:              mode,
 		GroupCommit:            flush.GroupCommitConfig{Timeout: cfg.SyncFlushTimeout},
 		FullValidation:         cfg.FullValidation,
@@ -231,14 +239,23 @@ func (b *Broker) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		c := newConn(b, nc)
+		ip := remoteIP(nc)
 		b.mu.Lock()
 		if b.mu.shutdown {
 			b.mu.Unlock()
 			nc.Close()
 			continue
 		}
+		if why := b.overLimitLocked(ip); why != "" {
+			b.mu.Unlock()
+			nc.Close()
+			b.refused.Add(1)
+			b.lg.Info("refused connection", zap.String("remote", nc.RemoteAddr().String()), zap.String("reason", why))
+			continue
+		}
+		c := newConn(b, nc)
 		b.mu.conns[c] = struct{}{}
+		b.mu.perIP[ip]++
 		b.wg.Add(1)
 		b.mu.Unlock()
 		go func() {
@@ -246,9 +263,40 @@ func (b *Broker) acceptLoop() {
 			c.serve()
 			b.mu.Lock()
 			delete(b.mu.conns, c)
+			if b.mu.perIP[ip]--; b.mu.perIP[ip] <= 0 {
+				delete(b.mu.perIP, ip)
+			}
 			b.mu.Unlock()
 		}()
 	}
+}
+
+// overLimitLocked says why a new connection from ip would exceed
+// max.connections or max.connections.per.ip, or "" if it may be served.
+// Like Kafka, a connection over a limit is closed right after accept
+// (for max.connections Kafka's acceptor waits for a slot instead; closing
+// tells the client at once rather than leaving it in the backlog).
+func (b *Broker) overLimitLocked(ip string) string {
+	switch {
+	case len(b.mu.conns) >= b.cfg.MaxConnections:
+		return fmt.Sprintf("the broker has the configured maximum of %d connections (max.connections)", b.cfg.MaxConnections)
+	case b.mu.perIP[ip] >= b.cfg.MaxConnectionsPerIP:
+		return fmt.Sprintf("%s has the configured maximum of %d connections (max.connections.per.ip)", ip, b.cfg.MaxConnectionsPerIP)
+	}
+	return ""
+}
+
+// remoteIP is the IP address a connection comes from, the key of the
+// per-IP connection count.
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
 }
 
 // Shutdown stops the broker gracefully: it stops accepting, stops reading
@@ -307,7 +355,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Stats are counters of the broker's fetch path.
+// Stats are counters of the broker's fetch path and accept loop.
 type Stats struct {
 	// SendfileBytes went from commit-log files to sockets with sendfile(2).
 	SendfileBytes int64
@@ -316,12 +364,15 @@ type Stats struct {
 	// CopiedBytes were copied out of the mapping for ranges below the copy
 	// threshold.
 	CopiedBytes int64
+	// RefusedConnections were closed at accept by max.connections or
+	// max.connections.per.ip.
+	RefusedConnections int64
 }
 
 // Stats returns the fetch counters. The sendfile counters are process-wide.
 func (b *Broker) Stats() Stats {
 	sent, fallback := sendfile.Stats()
-	return Stats{SendfileBytes: sent, FallbackBytes: fallback, CopiedBytes: b.copiedBytes.Load()}
+	return Stats{SendfileBytes: sent, FallbackBytes: fallback, CopiedBytes: b.copiedBytes.Load(), RefusedConnections: b.refused.Load()}
 }
 
 // Topics is the topic registry.

@@ -45,6 +45,15 @@ type Config struct {
 	QueuedMaxRequestBytes int64 `kafka:"queued.max.request.bytes"`
 	// ConnectionsMaxIdle is connections.max.idle.ms.
 	ConnectionsMaxIdle time.Duration `kafka:"connections.max.idle.ms"`
+	// MaxConnections is max.connections: the most client connections at
+	// once; a connection beyond it is closed right after accept (Kafka's
+	// acceptor instead waits for a slot). Default effectively unlimited
+	// (Kafka: Integer.MAX_VALUE).
+	MaxConnections int `kafka:"max.connections"`
+	// MaxConnectionsPerIP is max.connections.per.ip: the most connections
+	// from one IP address; a connection beyond it is closed right after
+	// accept, as Kafka does. Default Integer.MAX_VALUE.
+	MaxConnectionsPerIP int `kafka:"max.connections.per.ip"`
 	// MaxInFlightPerConnection bounds responses waiting to be written on
 	// one connection; reading from it pauses above it.
 	MaxInFlightPerConnection int `kafka:"kbroker.max.inflight.requests.per.connection"`
@@ -117,6 +126,25 @@ type Config struct {
 	// TransactionalIDExpiration is transactional.id.expiration.ms: how
 	// long an idle transactional id is remembered.
 	TransactionalIDExpiration time.Duration `kafka:"transactional.id.expiration.ms"`
+
+	// GroupCoordinatorRebalanceProtocols is
+	// group.coordinator.rebalance.protocols: the group protocols served,
+	// "classic" (always) and "consumer" (KIP-848: ConsumerGroupHeartbeat
+	// and ConsumerGroupDescribe are advertised in ApiVersions only with
+	// it), as Kafka 4's default "classic,consumer".
+	GroupCoordinatorRebalanceProtocols string `kafka:"group.coordinator.rebalance.protocols"`
+	// ConsumerGroup* are the settings of consumer-protocol groups
+	// (group.consumer.*), with Kafka 4's defaults and bounds.
+	ConsumerGroupSessionTimeout       time.Duration `kafka:"group.consumer.session.timeout.ms"`
+	ConsumerGroupMinSessionTimeout    time.Duration `kafka:"group.consumer.min.session.timeout.ms"`
+	ConsumerGroupMaxSessionTimeout    time.Duration `kafka:"group.consumer.max.session.timeout.ms"`
+	ConsumerGroupHeartbeatInterval    time.Duration `kafka:"group.consumer.heartbeat.interval.ms"`
+	ConsumerGroupMinHeartbeatInterval time.Duration `kafka:"group.consumer.min.heartbeat.interval.ms"`
+	ConsumerGroupMaxHeartbeatInterval time.Duration `kafka:"group.consumer.max.heartbeat.interval.ms"`
+	ConsumerGroupMaxSize              int           `kafka:"group.consumer.max.size"`
+	// ConsumerGroupAssignors is group.consumer.assignors: the server-side
+	// assignors, comma-separated, the first the default.
+	ConsumerGroupAssignors string `kafka:"group.consumer.assignors"`
 }
 
 // DefaultConfig returns the defaults of the kbroker command.
@@ -131,6 +159,8 @@ func DefaultConfig() Config {
 		MaxRequestBytes:          100 << 20,
 		QueuedMaxRequestBytes:    256 << 20,
 		ConnectionsMaxIdle:       10 * time.Minute,
+		MaxConnections:           math.MaxInt32,
+		MaxConnectionsPerIP:      math.MaxInt32,
 		MaxInFlightPerConnection: 128,
 		MessageMaxBytes:          1048588,
 		RetentionMs:              7 * 24 * 3600 * 1000,
@@ -155,6 +185,16 @@ func DefaultConfig() Config {
 		TransactionMaxTimeout:         15 * time.Minute,
 		TransactionAbortCheckInterval: 10 * time.Second,
 		TransactionalIDExpiration:     7 * 24 * time.Hour,
+
+		GroupCoordinatorRebalanceProtocols: defaultRebalanceProtocols,
+		ConsumerGroupSessionTimeout:        45 * time.Second,
+		ConsumerGroupMinSessionTimeout:     45 * time.Second,
+		ConsumerGroupMaxSessionTimeout:     60 * time.Second,
+		ConsumerGroupHeartbeatInterval:     5 * time.Second,
+		ConsumerGroupMinHeartbeatInterval:  5 * time.Second,
+		ConsumerGroupMaxHeartbeatInterval:  15 * time.Second,
+		ConsumerGroupMaxSize:               math.MaxInt32,
+		ConsumerGroupAssignors:             "uniform,range",
 	}
 }
 
@@ -192,6 +232,9 @@ func (c *Config) Validate() error {
 	if c.ConnectionsMaxIdle <= 0 {
 		errs = append(errs, errors.New("connections.max.idle.ms must be positive"))
 	}
+	if c.MaxConnections < 1 || c.MaxConnectionsPerIP < 1 {
+		errs = append(errs, fmt.Errorf("max.connections %d and max.connections.per.ip %d must be at least 1", c.MaxConnections, c.MaxConnectionsPerIP))
+	}
 	if c.MaxInFlightPerConnection < 1 {
 		errs = append(errs, errors.New("max in-flight requests per connection must be at least 1"))
 	}
@@ -209,6 +252,9 @@ func (c *Config) Validate() error {
 	}
 	gc := c.groupConfig()
 	if err := gc.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.consumerProtocolEnabled(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.OffsetsTopicPartitions < 1 || c.OffsetsTopicPartitions > 1000 {
@@ -239,6 +285,7 @@ func (c *Config) groupConfig() group.Config {
 		MinSessionTimeout:     c.GroupMinSessionTimeout,
 		MaxSessionTimeout:     c.GroupMaxSessionTimeout,
 		MaxSize:               c.GroupMaxSize,
+		Consumer:              c.consumerGroupConfig(),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kbroker/kbroker/group"
+	"github.com/kbroker/kbroker/group/consumer"
 	"github.com/kbroker/kbroker/offsets"
 	"github.com/kbroker/kbroker/partition"
 	"github.com/kbroker/kbroker/topic"
@@ -65,6 +66,16 @@ func (b *Broker) groupOffsets(create bool) (*offsets.Store, error) {
 	for _, g := range s.Groups() {
 		b.groups.Restore(g.Group, g.ProtocolType, g.Generation)
 	}
+	b.groups.SetOffsetsHooks(group.OffsetsHooks{
+		// An Empty consumer group lingers while it has offsets: they
+		// expire (groupExpired deletes it) or DeleteGroups deletes them
+		// with it.
+		HasOffsets: func(id string) bool { return len(s.Fetch(id)) > 0 },
+		// A consumer group took over an Empty classic group's id: the
+		// classic metadata goes, so that its offsets expire by commit
+		// time, not since the classic group emptied.
+		ClassicReplaced: s.DeleteGroupMetadata,
+	})
 	b.offsets.Store(s)
 	return s, nil
 }
@@ -104,15 +115,58 @@ func (b *Broker) onGroupState(groupID string, s group.State) {
 	store.RecordGroup(rec)
 }
 
-// groupActive tells the offsets store whether a group has members.
+// groupActive tells the offsets store whether a group, classic or
+// consumer, has members.
 func (b *Broker) groupActive(groupID string) bool {
+	if b.groups.Consumer().Active(groupID) {
+		return true
+	}
 	d, err := b.groups.Describe(groupID)
 	return err != nil || (d.State != group.Empty && d.State != group.Dead)
 }
 
 // groupExpired forgets a group whose offsets all expired while empty.
 func (b *Broker) groupExpired(groupID string) {
-	if err := b.groups.Delete(groupID); err != nil {
+	if err := b.deleteGroup(groupID); err != nil {
 		b.lg.Debug("expired group not deleted", zap.String("group", groupID), zap.Error(err))
 	}
+}
+
+// deleteGroup deletes an Empty group of either protocol (a group id names
+// one at a time): NON_EMPTY_GROUP with members, GROUP_ID_NOT_FOUND when
+// there is none.
+func (b *Broker) deleteGroup(groupID string) error {
+	if found, err := b.groups.Consumer().Delete(groupID); found {
+		return err
+	}
+	return b.groups.Delete(groupID)
+}
+
+// consumerMetadata is the topic registry as the consumer-group coordinator
+// reads it (consumer.Metadata): lookups take no lock.
+type consumerMetadata struct{ r *topic.Registry }
+
+func (b *Broker) consumerMetadata() consumer.Metadata { return consumerMetadata{b.topics} }
+
+func consumerTopic(t topic.Topic) consumer.Topic {
+	return consumer.Topic{Name: t.Name, ID: consumer.TopicID(t.ID), Partitions: t.Partitions}
+}
+
+func (m consumerMetadata) TopicByName(name string) (consumer.Topic, bool) {
+	t, ok := m.r.Get(name)
+	return consumerTopic(t), ok
+}
+
+func (m consumerMetadata) TopicByID(id consumer.TopicID) (consumer.Topic, bool) {
+	t, ok := m.r.ByID(topic.ID(id))
+	return consumerTopic(t), ok
+}
+
+func (m consumerMetadata) TopicNames() []string {
+	ts := m.r.List()
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	return names
 }

@@ -20,9 +20,13 @@ func (b *Broker) handleApiVersions(c *conn, req *kmsg.ApiVersionsRequest) (resul
 	return now(resp)
 }
 
-// fillApiVersions lists every served API key and version range.
+// fillApiVersions lists every served API key and version range, except
+// those a setting hides (api.hidden).
 func (b *Broker) fillApiVersions(resp *kmsg.ApiVersionsResponse) {
 	for _, a := range b.apis {
+		if a.hidden != nil && a.hidden(b) {
+			continue
+		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
 		resp.ApiKeys = append(resp.ApiKeys, k)

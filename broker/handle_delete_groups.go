@@ -1,7 +1,8 @@
 package broker
 
-// DeleteGroups (key 42), v0–newest: deletes Empty groups and their
-// committed offsets. As in Kafka: a group with members is NON_EMPTY_GROUP,
+// DeleteGroups (key 42), v0–newest: deletes Empty groups, classic or
+// consumer (KIP-848), and their committed offsets. As in Kafka: a group
+// with members is NON_EMPTY_GROUP,
 // a missing one GROUP_ID_NOT_FOUND (error messages from v3); the response waits until the
 // tombstones in __consumer_offsets are durable. The same group named twice
 // is answered twice.
@@ -18,7 +19,7 @@ func (b *Broker) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (res
 	var deleted []int
 	for i, g := range req.Groups {
 		resp.Groups[i].Group = g
-		if err := b.groups.Delete(g); err != nil {
+		if err := b.deleteGroup(g); err != nil {
 			resp.Groups[i].ErrorCode = errorCode(err)
 			if req.Version >= 3 {
 				resp.Groups[i].ErrorMessage = errorMessage(err)

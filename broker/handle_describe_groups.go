@@ -9,7 +9,10 @@ package broker
 // reported only while the group is Stable (Kafka's describeNoMetadata
 // otherwise). A group that does not exist, the empty id included, is Dead
 // with no members and no error, except in v6+ (KIP-1043), where it is
-// GROUP_ID_NOT_FOUND with Kafka's message. Authorized operations (v3+,
+// GROUP_ID_NOT_FOUND with Kafka's message. A consumer group (KIP-848) is
+// not described here either, as in Kafka 4: Dead, and from v6
+// GROUP_ID_NOT_FOUND ("Group ... is not a classic group."); clients
+// describe it with ConsumerGroupDescribe. Authorized operations (v3+,
 // KIP-430) are -2147483648 unless asked for; when asked for, a group
 // described without error gets what Kafka reports without an authorizer:
 // every operation a group supports (READ, DESCRIBE, DELETE and, since
@@ -70,10 +73,16 @@ func (b *Broker) describeGroup(version int16, id string) kmsg.DescribeGroupsResp
 	}
 	g.State = d.State.String()
 	if d.State == group.Dead {
-		// A Dead group is never held, so this one does not exist.
+		// A Dead group is never held, so this one does not exist, or
+		// it is a consumer group, which DescribeGroups does not describe
+		// (classicGroup(groupId)).
 		if version >= 6 {
 			g.ErrorCode = kerr.GroupIDNotFound.Code
-			g.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("Group %s not found.", id))
+			msg := fmt.Sprintf("Group %s not found.", id)
+			if b.groups.Consumer().Exists(id) {
+				msg = fmt.Sprintf("Group %s is not a classic group.", id)
+			}
+			g.ErrorMessage = kmsg.StringPtr(msg)
 		}
 		return g
 	}

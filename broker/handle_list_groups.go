@@ -3,12 +3,14 @@ package broker
 // ListGroups v0–v5, as Kafka 4's KafkaApis.handleListGroupsRequest and
 // GroupMetadataManager.listGroups without an authorizer.
 //
-// Every group the coordinator holds, with its protocol type ("" until a
-// member joined), state (v4+) and type (v5+, always "classic": there are
-// only classic groups here). The states filter (v4+, KIP-518) matches state
-// names without regard to case or surrounding blanks, as Kafka's; the types
-// filter (v5+, KIP-848) type names without regard to case, so a filter
-// without "classic" matches nothing. An empty filter matches everything.
+// Every group the coordinators hold, classic and consumer (KIP-848), with
+// its protocol type ("" for a classic group until a member joined,
+// "consumer" for a consumer group), state (v4+) and type (v5+, "classic"
+// or "consumer"). The states filter (v4+, KIP-518) matches state names
+// without regard to case or surrounding blanks, as Kafka's, each group by
+// the names of its own kind's states ("stable" matches both kinds); the
+// types filter (v5+, KIP-848) type names without regard to case, and an
+// unknown type matches nothing. An empty filter matches everything.
 //
 // Deviations from Apache Kafka:
 //   - Groups are listed sorted by id; Kafka's order is its hash map's.
@@ -23,55 +25,100 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/group"
+	"github.com/kbroker/kbroker/group/consumer"
 )
 
-// classicGroupType is the type of every group here (Kafka's
-// Group.GroupType.CLASSIC).
-const classicGroupType = "classic"
+// Group types (Kafka's Group.GroupType).
+const (
+	classicGroupType  = "classic"
+	consumerGroupType = "consumer"
+)
 
 func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if req.Version >= 5 && len(req.TypesFilter) > 0 &&
-		!slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, classicGroupType) }) {
+	none := func() (result, error) {
 		resp.Groups = []kmsg.ListGroupsResponseGroup{}
 		return now(resp)
+	}
+	wantClassic, wantConsumer := true, true
+	if req.Version >= 5 && len(req.TypesFilter) > 0 {
+		has := func(name string) bool {
+			return slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, name) })
+		}
+		wantClassic, wantConsumer = has(classicGroupType), has(consumerGroupType)
+		if !wantClassic && !wantConsumer {
+			return none()
+		}
 	}
 	var states []string
 	if req.Version >= 4 && len(req.StatesFilter) > 0 {
 		if states = filteredGroupStates(req.StatesFilter); len(states) == 0 {
+			return none()
+		}
+	}
+	resp.Groups = []kmsg.ListGroupsResponseGroup{}
+	if wantClassic {
+		groups, err := b.groups.List(states)
+		if err != nil {
+			resp.ErrorCode = errorCode(err)
+			return now(resp)
+		}
+		for _, o := range groups {
+			g := kmsg.NewListGroupsResponseGroup()
+			g.Group = o.Group
+			g.ProtocolType = o.ProtocolType
+			g.GroupState = o.State.String()
+			g.GroupType = classicGroupType
+			resp.Groups = append(resp.Groups, g)
+		}
+	}
+	if wantConsumer {
+		groups, err := b.groups.Consumer().List()
+		if err != nil {
+			resp.ErrorCode = errorCode(err)
 			resp.Groups = []kmsg.ListGroupsResponseGroup{}
 			return now(resp)
 		}
+		for _, o := range groups {
+			name := o.State.String()
+			if len(states) > 0 && !slices.Contains(states, name) {
+				continue
+			}
+			g := kmsg.NewListGroupsResponseGroup()
+			g.Group = o.Group
+			g.ProtocolType = consumerGroupType // ConsumerProtocol.PROTOCOL_TYPE
+			g.GroupState = name
+			g.GroupType = consumerGroupType
+			resp.Groups = append(resp.Groups, g)
+		}
 	}
-	groups, err := b.groups.List(states)
-	if err != nil {
-		resp.ErrorCode = errorCode(err)
-		return now(resp)
-	}
-	resp.Groups = make([]kmsg.ListGroupsResponseGroup, 0, len(groups))
-	for _, o := range groups {
-		g := kmsg.NewListGroupsResponseGroup()
-		g.Group = o.Group
-		g.ProtocolType = o.ProtocolType
-		g.GroupState = o.State.String()
-		g.GroupType = classicGroupType
-		resp.Groups = append(resp.Groups, g)
-	}
+	slices.SortStableFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
 	return now(resp)
 }
 
-// classicGroupStates are the states a classic group can be in.
-var classicGroupStates = []group.State{group.Empty, group.PreparingRebalance, group.CompletingRebalance, group.Stable, group.Dead}
+// groupStateNames are the names of the states a group of either kind can
+// be in.
+var groupStateNames = func() []string {
+	var out []string
+	for _, s := range []group.State{group.Empty, group.PreparingRebalance, group.CompletingRebalance, group.Stable, group.Dead} {
+		out = append(out, s.String())
+	}
+	for _, s := range consumer.States() {
+		if !slices.Contains(out, s.String()) {
+			out = append(out, s.String())
+		}
+	}
+	return out
+}()
 
 // filteredGroupStates returns the names of the states that a ListGroups
 // states filter names, compared as Kafka does (trimmed, without regard to
-// case); none if it names no state. Reducing the filter to at most the five
-// states first keeps the work linear in the request, however long its
-// filter and however many groups there are.
+// case); none if it names no state. Reducing the filter to at most the
+// seven state names first keeps the work linear in the request, however
+// long its filter and however many groups there are.
 func filteredGroupStates(filter []string) []string {
 	var out []string
-	for _, st := range classicGroupStates {
-		name := st.String()
+	for _, name := range groupStateNames {
 		if slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(strings.TrimSpace(f), name) }) {
 			out = append(out, name)
 		}

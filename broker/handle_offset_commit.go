@@ -5,7 +5,12 @@ package broker
 // are durable by the flush mode, so an acknowledged commit survives a
 // kill -9 in sync mode. The rules are Kafka 4's OffsetMetadataManager:
 //
-//   - membership: group.Coordinator.ValidateCommit; a commit with
+//   - membership of a consumer group (KIP-848): its member must exist
+//     (UNKNOWN_MEMBER_ID), commit with v9+ (UNSUPPORTED_VERSION) and carry
+//     its current member epoch (STALE_MEMBER_EPOCH); a commit with a
+//     negative epoch passes while the group has no members
+//     (consumer.Coordinator.ValidateCommit).
+//   - membership of a classic group: group.Coordinator.ValidateCommit; a commit with
 //     generation -1 and no member id is a simple consumer's (or the admin
 //     client's) and creates an Empty group when there is none. From v9 a
 //     member's commit to a missing group is GROUP_ID_NOT_FOUND, before it
@@ -106,8 +111,13 @@ func (b *Broker) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) (res
 	return result{resp: resp, ready: ready}, nil
 }
 
-// validateOffsetCommit checks the committing member against the group.
+// validateOffsetCommit checks the committing member against the group:
+// a consumer group's rules when a consumer group (KIP-848) holds the id,
+// else the classic ones.
 func (b *Broker) validateOffsetCommit(req *kmsg.OffsetCommitRequest) error {
+	if found, err := b.groups.Consumer().ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation, false, req.Version); found {
+		return err
+	}
 	instance := ""
 	if req.InstanceID != nil {
 		instance = *req.InstanceID

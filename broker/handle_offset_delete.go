@@ -9,8 +9,10 @@ package broker
 // which the coordinator shows while the group is Stable; during a
 // rebalance every topic counts as subscribed, where Kafka uses the
 // subscriptions of the last generation. Unknown topics or partitions are
-// UNKNOWN_TOPIC_OR_PARTITION. The response waits until the deletion is
-// durable.
+// UNKNOWN_TOPIC_OR_PARTITION. A consumer group (KIP-848) may always lose
+// the offsets of topics its members do not subscribe to, by name or
+// through a regular expression (ConsumerGroup.isSubscribedToTopic). The
+// response waits until the deletion is durable.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,19 +24,23 @@ import (
 
 func (b *Broker) handleOffsetDelete(c *conn, req *kmsg.OffsetDeleteRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	d, err := b.groups.Describe(req.Group)
-	switch {
-	case err != nil:
-		resp.ErrorCode = errorCode(err)
-		return now(resp)
-	case d.State == group.Dead:
-		resp.ErrorCode = kerr.GroupIDNotFound.Code
-		return now(resp)
-	case d.State != group.Empty && d.ProtocolType != "consumer":
-		resp.ErrorCode = kerr.NonEmptyGroup.Code
-		return now(resp)
+	subscribed, found := b.groups.Consumer().SubscribedTopics(req.Group)
+	everything := false
+	if !found {
+		d, err := b.groups.Describe(req.Group)
+		switch {
+		case err != nil:
+			resp.ErrorCode = errorCode(err)
+			return now(resp)
+		case d.State == group.Dead:
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			return now(resp)
+		case d.State != group.Empty && d.ProtocolType != "consumer":
+			resp.ErrorCode = kerr.NonEmptyGroup.Code
+			return now(resp)
+		}
+		subscribed, everything = subscribedTopics(d)
 	}
-	subscribed, everything := subscribedTopics(d)
 	var tps []offsets.TopicPartition
 	var slots []*int16
 	resp.Topics = make([]kmsg.OffsetDeleteResponseTopic, len(req.Topics))

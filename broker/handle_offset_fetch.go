@@ -10,7 +10,10 @@ package broker
 // with offsets in an open transaction (TxnOffsetCommit not yet committed
 // or aborted) gets UNSTABLE_OFFSET_COMMIT and offset -1, which clients
 // retry, as Kafka answers. v9's member id and epoch concern KIP-848
-// groups; classic groups ignore them, as Kafka does.
+// groups: for a consumer group a member id must name a member
+// (UNKNOWN_MEMBER_ID) at that epoch (STALE_MEMBER_EPOCH), as the group's
+// error with no topics; no member id with a negative epoch (the admin
+// client) passes. Classic groups ignore them, as Kafka does.
 
 import (
 	"cmp"
@@ -61,6 +64,14 @@ func (b *Broker) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (resul
 	}
 	for _, g := range req.Groups {
 		rg := kmsg.OffsetFetchResponseGroup{Group: g.Group}
+		if req.Version < 9 {
+			g.MemberID, g.MemberEpoch = nil, -1 // not in these versions
+		}
+		if found, err := b.groups.Consumer().ValidateFetch(g.Group, g.MemberID, g.MemberEpoch); found && err != nil {
+			rg.ErrorCode = errorCode(err)
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		for _, ft := range b.fetchGroupOffsets(g.Group, g.Topics == nil, g.Topics, byID, req.RequireStable, req.Version) {
 			rt := kmsg.OffsetFetchResponseGroupTopic{Topic: ft.Topic, TopicID: ft.TopicID}
 			for _, p := range ft.Partitions {

@@ -34,7 +34,19 @@ func (c *Coordinator) ValidateCommit(groupID, memberID, instanceID string, gener
 // none) is accepted whatever the group's state, and a member may commit
 // while the group completes a rebalance. A missing group is created for a
 // commit with generation < 0, as for a simple consumer.
+//
+// A consumer group (KIP-848) holding the id applies its own rules
+// (consumer.Coordinator.ValidateCommit: UNKNOWN_MEMBER_ID, and
+// ILLEGAL_GENERATION for another member epoch, as Kafka answers a
+// TxnOffsetCommit).
 func (c *Coordinator) ValidateTxnCommit(groupID, memberID, instanceID string, generation int32) error {
+	var instance *string
+	if instanceID != "" {
+		instance = &instanceID
+	}
+	if found, err := c.consumer.ValidateCommit(groupID, memberID, instance, generation, true, 0); found {
+		return err
+	}
 	return c.validateCommit(groupID, memberID, instanceID, generation, true)
 }
 
@@ -43,7 +55,12 @@ func (c *Coordinator) validateCommit(groupID, memberID, instanceID string, gener
 		return kerr.CoordinatorNotAvailable
 	}
 	defer c.wg.Done()
-	g := c.lockGroup(groupID, generation < 0)
+	g, err := c.lockGroup(groupID, generation < 0)
+	if err != nil {
+		// A consumer group with members holds the id: this is no member
+		// of it (the caller routes its members' commits there).
+		return kerr.UnknownMemberID
+	}
 	if g == nil {
 		return kerr.IllegalGeneration
 	}

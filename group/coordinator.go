@@ -9,9 +9,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/group/consumer"
 )
 
 // Config holds the classic group settings. Each field's kafka tag is its
@@ -30,6 +33,10 @@ type Config struct {
 	// MaxSize is the most members a group may have
 	// (GROUP_MAX_SIZE_REACHED); Kafka's default is Integer.MAX_VALUE.
 	MaxSize int `kafka:"group.max.size"`
+	// Consumer holds the settings of consumer-protocol (KIP-848) groups,
+	// which the Coordinator keeps in a consumer.Coordinator sharing its
+	// group-id namespace.
+	Consumer consumer.Config
 }
 
 // DefaultConfig returns Kafka's defaults: a 3 s initial rebalance delay,
@@ -40,6 +47,7 @@ func DefaultConfig() Config {
 		MinSessionTimeout:     6 * time.Second,
 		MaxSessionTimeout:     30 * time.Minute,
 		MaxSize:               math.MaxInt32,
+		Consumer:              consumer.DefaultConfig(),
 	}
 }
 
@@ -58,6 +66,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxSize < 1 {
 		errs = append(errs, fmt.Errorf("group: group.max.size %d must be at least 1", c.MaxSize))
+	}
+	if err := c.Consumer.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -79,13 +90,20 @@ func WithStateHook(fn func(groupID string, s State)) Option {
 	return func(c *Coordinator) { c.onState = fn }
 }
 
-// Coordinator holds the classic groups of the broker, in memory.
+// Coordinator holds the classic groups of the broker, in memory, and the
+// consumer.Coordinator of its consumer-protocol groups (Consumer), with
+// which it shares the group-id namespace: an id names a group of one kind
+// at a time.
 //
 // Join and Sync complete through a callback, because they park until the
 // rest of the group catches up; the other calls answer at once. See doc.go.
 type Coordinator struct {
-	cfg     Config
-	onState func(groupID string, s State)
+	cfg      Config
+	onState  func(groupID string, s State)
+	consumer *consumer.Coordinator
+	// replaced hears of Empty classic groups deleted for a consumer group
+	// (SetOffsetsHooks).
+	replaced atomic.Pointer[func(groupID string)]
 
 	// wg counts calls and timer callbacks in progress, so that Close can
 	// wait for them. Add happens under mu while not closed.
@@ -108,7 +126,39 @@ func New(cfg Config, opts ...Option) (*Coordinator, error) {
 		o(c)
 	}
 	c.mu.groups = make(map[string]*group)
+	cc, err := consumer.New(cfg.Consumer, consumer.WithClassic(classicSide{c}))
+	if err != nil {
+		return nil, err
+	}
+	c.consumer = cc
 	return c, nil
+}
+
+// Consumer is the coordinator of the consumer-protocol (KIP-848) groups.
+func (c *Coordinator) Consumer() *consumer.Coordinator { return c.consumer }
+
+// OffsetsHooks connect the coordinators to the committed offsets, once
+// the offsets layer is there. HasOffsets is called with coordinator locks
+// held: it must be quick and must not call the coordinators.
+type OffsetsHooks struct {
+	// HasOffsets tells whether a group has committed offsets: an Empty
+	// consumer group without any is deleted after a while (see
+	// consumer.Coordinator.SetOffsetsProbe).
+	HasOffsets func(groupID string) bool
+	// ClassicReplaced hears that an Empty classic group was deleted so
+	// that a consumer group could have its id; its group metadata should
+	// go (Kafka writes the classic group's tombstone), its offsets stay.
+	ClassicReplaced func(groupID string)
+}
+
+// SetOffsetsHooks sets the hooks (each may be nil).
+func (c *Coordinator) SetOffsetsHooks(h OffsetsHooks) {
+	if h.HasOffsets != nil {
+		c.consumer.SetOffsetsProbe(h.HasOffsets)
+	}
+	if h.ClassicReplaced != nil {
+		c.replaced.Store(&h.ClassicReplaced)
+	}
 }
 
 // Close stops the coordinator: it waits for calls and timers in progress,
@@ -118,6 +168,7 @@ func New(cfg Config, opts ...Option) (*Coordinator, error) {
 // Groups keep their state (no hook runs): shutting down is not deleting.
 // Close must not be called from a Join or Sync callback.
 func (c *Coordinator) Close() {
+	c.consumer.Close()
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
@@ -172,24 +223,81 @@ func (c *Coordinator) afterFunc(d time.Duration, f func()) *time.Timer {
 // lockGroup returns the group with its lock held, creating an Empty one if
 // create is set, or nil if there is none. A group found Dead was deleted
 // (and removed from the map) while we waited for its lock: look again.
-func (c *Coordinator) lockGroup(id string, create bool) *group {
+// Creating a group first takes the id from the consumer coordinator: an
+// Empty consumer group is deleted for it (Kafka's
+// maybeDeleteEmptyConsumerGroup), and one with members is
+// consumer.ErrClassicConflict, the only error.
+func (c *Coordinator) lockGroup(id string, create bool) (*group, error) {
 	for {
 		c.mu.Lock()
 		g := c.mu.groups[id]
-		if g == nil && create {
-			g = newGroup(c, id)
-			c.mu.groups[id] = g
-		}
 		c.mu.Unlock()
 		if g == nil {
-			return nil
+			if !create {
+				return nil, nil
+			}
+			err := c.consumer.ReleaseForClassic(id, func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if c.mu.groups[id] == nil {
+					c.mu.groups[id] = newGroup(c, id)
+				}
+			})
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
 		g.mu.Lock()
 		if g.mu.state != Dead {
-			return g
+			return g, nil
 		}
 		g.mu.Unlock()
 	}
+}
+
+// classicSide is the Coordinator as the consumer coordinator sees it: the
+// classic half of the group-id namespace.
+type classicSide struct{ c *Coordinator }
+
+// TakeOver deletes an Empty classic group so that a consumer group can
+// have its id (maybeDeleteEmptyClassicGroup: the committed offsets stay);
+// a classic group with members keeps it, as Kafka's validateOnlineUpgrade
+// refuses when online migration is off (kbroker does not migrate groups).
+// The state hook (Dead) and OffsetsHooks.ClassicReplaced run in after,
+// once the consumer coordinator released its lock.
+func (s classicSide) TakeOver(id string) (after func(), err error) {
+	c := s.c
+	if !c.enter() {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	defer c.wg.Done()
+	var e effects
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.mu.groups[id]
+	if g == nil {
+		return nil, nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.state != Empty {
+		return nil, consumer.NewError(kerr.GroupIDNotFound, fmt.Sprintf("Cannot upgrade classic group %s to consumer group because the online upgrade is not supported.", id))
+	}
+	g.stopTimersLocked()
+	g.transitionLocked(Dead, &e)
+	delete(c.mu.groups, id)
+	if fn := c.replaced.Load(); fn != nil {
+		e.add(func() { (*fn)(id) })
+	}
+	return e.run, nil
+}
+
+// Exists reports whether a classic group holds the id.
+func (s classicSide) Exists(id string) bool {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return s.c.mu.groups[id] != nil
 }
 
 // Overview is a group as ListGroups shows it.
@@ -264,7 +372,7 @@ func (c *Coordinator) Describe(groupID string) (Description, error) {
 		return Description{Group: groupID}, kerr.CoordinatorNotAvailable
 	}
 	defer c.wg.Done()
-	g := c.lockGroup(groupID, false)
+	g, _ := c.lockGroup(groupID, false)
 	if g == nil {
 		return Description{Group: groupID, State: Dead}, nil
 	}

@@ -119,8 +119,20 @@
 // # Not (yet) here
 //
 // Offsets and their persistence, expiry of Empty groups without offsets
-// (Kafka's offsets.retention cleanup), the consumer protocol (KIP-848),
-// transactional offset commits (TxnOffsetCommit's looser rules), and
+// (Kafka's offsets.retention cleanup), transactional offset commits
+// (TxnOffsetCommit's looser rules), and
 // subscribed-topic tracking for OffsetDelete (GROUP_SUBSCRIBED_TO_TOPIC).
 // Groups do not survive a restart.
+//
+// # Consumer groups (KIP-848)
+//
+// Groups of the consumer rebalance protocol live in package
+// group/consumer; the Coordinator owns that package's coordinator
+// (Consumer) and shares the group-id namespace with it: creating a
+// classic group deletes an Empty consumer group of that id and is refused
+// (INCONSISTENT_GROUP_PROTOCOL for a JoinGroup, UNKNOWN_MEMBER_ID for a
+// simple commit) while the consumer group has members; a consumer group
+// takes the id of an Empty classic group (TakeOver) but not of one with
+// members. ValidateTxnCommit applies a consumer group's rules when one
+// holds the id.
 package group

@@ -27,7 +27,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
 	if req.Group == "" {
 		return kerr.InvalidGroupID
 	}
-	g := c.lockGroup(req.Group, false)
+	g, _ := c.lockGroup(req.Group, false)
 	if g == nil {
 		return kerr.UnknownMemberID
 	}

@@ -85,7 +85,15 @@ func (c *Coordinator) Join(req JoinRequest, done func(JoinResponse)) {
 	// A group is created only for a member without an id; a member id
 	// for a group that does not exist is stale.
 	unknown := req.MemberID == ""
-	g := c.lockGroup(req.Group, unknown)
+	g, err := c.lockGroup(req.Group, unknown)
+	if err != nil {
+		// A consumer group with members holds the id. Kafka 4 would let
+		// the member join it with the classic protocol (KIP-848
+		// migration); kbroker refuses, with Kafka's answer for a group
+		// of another protocol.
+		done(joinError("", kerr.InconsistentGroupProtocol))
+		return
+	}
 	if g == nil {
 		done(joinError(req.MemberID, kerr.UnknownMemberID))
 		return

@@ -35,7 +35,7 @@ func (c *Coordinator) Leave(groupID string, members []LeaveMember) ([]error, err
 	if groupID == "" {
 		return nil, kerr.InvalidGroupID
 	}
-	g := c.lockGroup(groupID, false)
+	g, _ := c.lockGroup(groupID, false)
 	if g == nil {
 		return nil, kerr.UnknownMemberID
 	}

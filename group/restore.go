@@ -12,7 +12,10 @@ func (c *Coordinator) Restore(groupID, protocolType string, generation int32) {
 		return
 	}
 	defer c.wg.Done()
-	g := c.lockGroup(groupID, true)
+	g, err := c.lockGroup(groupID, true)
+	if err != nil {
+		return // a consumer group holds the id
+	}
 	defer g.mu.Unlock()
 	if g.mu.state == Empty && g.mu.generation == 0 && g.mu.protocolType == "" {
 		g.mu.protocolType = protocolType

@@ -47,7 +47,7 @@ func (c *Coordinator) Sync(req SyncRequest, done func(SyncResponse)) {
 		done(SyncResponse{Err: kerr.InvalidGroupID})
 		return
 	}
-	g := c.lockGroup(req.Group, false)
+	g, _ := c.lockGroup(req.Group, false)
 	if g == nil {
 		done(SyncResponse{Err: kerr.UnknownMemberID})
 		return

@@ -114,6 +114,22 @@ func (s *Store) RecordGroup(g GroupRecord) {
 	s.write(g.Group, []rec{groupRec(g, s.cfg.Now().UnixMilli())}, nil)
 }
 
+// DeleteGroupMetadata writes a tombstone for the group's metadata and
+// keeps its offsets: a consumer group (KIP-848) took over the id of an
+// Empty classic group, whose metadata Kafka deletes then
+// (maybeDeleteEmptyClassicGroup). The offsets then expire by their commit
+// time, as a consumer group's do. It does not wait for durability, and
+// writes nothing for a group without metadata.
+func (s *Store) DeleteGroupMetadata(group string) {
+	s.mu.Lock()
+	g := s.mu.groups[group]
+	has := g != nil && g.meta != nil
+	s.mu.Unlock()
+	if has {
+		s.write(group, []rec{{group: group, isGroup: true, tombstone: true}}, nil)
+	}
+}
+
 // GroupInfo is what the store knows of a group at start-up, for the
 // coordinator to restore it as an empty group.
 type GroupInfo struct {

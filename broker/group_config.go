@@ -1,0 +1,69 @@
+package broker
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kbroker/kbroker/group/consumer"
+)
+
+// defaultRebalanceProtocols is group.coordinator.rebalance.protocols by
+// default: Kafka 4's "classic,consumer", so that ConsumerGroupHeartbeat
+// (KIP-848) is advertised and clients that opt into the consumer protocol
+// use it.
+const defaultRebalanceProtocols = "classic,consumer"
+
+// consumerProtocolEnabled parses group.coordinator.rebalance.protocols
+// and reports whether it lists "consumer". Kafka accepts the group types
+// (classic, consumer, streams, share); kbroker serves classic always and
+// consumer when listed, and refuses the others, which it does not
+// implement, and a list without classic, which it cannot turn off.
+func (c *Config) consumerProtocolEnabled() (bool, error) {
+	classic, consumerOn := false, false
+	for _, p := range strings.Split(c.GroupCoordinatorRebalanceProtocols, ",") {
+		switch strings.TrimSpace(p) {
+		case "classic":
+			classic = true
+		case "consumer":
+			consumerOn = true
+		default:
+			return false, fmt.Errorf("group.coordinator.rebalance.protocols %q: %q is not classic or consumer", c.GroupCoordinatorRebalanceProtocols, strings.TrimSpace(p))
+		}
+	}
+	if !classic {
+		return false, fmt.Errorf("group.coordinator.rebalance.protocols %q must include classic", c.GroupCoordinatorRebalanceProtocols)
+	}
+	return consumerOn, nil
+}
+
+// consumerGroupConfig is what the consumer-group coordinator takes of the
+// settings. Empty groups without offsets are deleted at the offsets
+// cleanup interval, as Kafka's cleanup does.
+func (c *Config) consumerGroupConfig() consumer.Config {
+	var assignors []string
+	for _, a := range strings.Split(c.ConsumerGroupAssignors, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			assignors = append(assignors, a)
+		}
+	}
+	return consumer.Config{
+		SessionTimeout:          c.ConsumerGroupSessionTimeout,
+		MinSessionTimeout:       c.ConsumerGroupMinSessionTimeout,
+		MaxSessionTimeout:       c.ConsumerGroupMaxSessionTimeout,
+		HeartbeatInterval:       c.ConsumerGroupHeartbeatInterval,
+		MinHeartbeatInterval:    c.ConsumerGroupMinHeartbeatInterval,
+		MaxHeartbeatInterval:    c.ConsumerGroupMaxHeartbeatInterval,
+		MaxSize:                 c.ConsumerGroupMaxSize,
+		Assignors:               assignors,
+		EmptyGroupCheckInterval: c.OffsetsRetentionCheckInterval,
+	}
+}
+
+// consumerProtocol reports whether the consumer group protocol (KIP-848)
+// is served: ConsumerGroupHeartbeat and ConsumerGroupDescribe are
+// advertised, and answered with UNSUPPORTED_VERSION otherwise, as Kafka
+// does when it is off.
+func (b *Broker) consumerProtocol() bool {
+	on, _ := b.cfg.consumerProtocolEnabled()
+	return on
+}

@@ -1,0 +1,432 @@
+package consumer
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// HeartbeatRequest is a ConsumerGroupHeartbeat request in wire-independent
+// form. Nil pointers and slices are Kafka's nulls: "unchanged since the
+// last heartbeat".
+type HeartbeatRequest struct {
+	// Version is the request's version: from v1 the member generates its
+	// member id (KIP-1082); a v0 member joins with "" and gets one.
+	Version     int16
+	Group       string
+	MemberID    string
+	MemberEpoch int32
+	InstanceID  *string
+	RackID      *string
+	// RebalanceTimeoutMillis is -1 when unchanged.
+	RebalanceTimeoutMillis int32
+	SubscribedTopicNames   []string
+	SubscribedTopicRegex   *string
+	ServerAssignor         *string
+	// Topics are the partitions the member owns; nil when unchanged.
+	Topics     []TopicPartitions
+	ClientID   string
+	ClientHost string
+}
+
+// HeartbeatResponse is the answer to a HeartbeatRequest. Err is nil or an
+// error wrapping a *kerr.Error, whose text is Kafka's error message; the
+// other fields are set only without it.
+type HeartbeatResponse struct {
+	Err               error
+	MemberID          string
+	MemberEpoch       int32
+	HeartbeatInterval time.Duration
+	// Assignment is the member's whole assignment when HasAssignment (a
+	// join, a full request, or a changed assignment); otherwise the
+	// member keeps what it has.
+	HasAssignment bool
+	Assignment    []TopicPartitions
+}
+
+func heartbeatError(err error) HeartbeatResponse { return HeartbeatResponse{Err: err} }
+
+// Heartbeat handles a ConsumerGroupHeartbeat request
+// (GroupCoordinatorService.consumerGroupHeartbeat and
+// GroupMetadataManager.consumerGroupHeartbeat): it validates the request,
+// handles a leave (member epoch -1, or -2 for a static member), or else
+// creates or updates the member, bumps the group epoch when the member's
+// subscription or the subscribed topics changed, computes a new target
+// assignment when the group epoch is ahead of it, and reconciles the
+// member towards its target. md is the topic registry for the call.
+func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResponse {
+	if !c.enter() {
+		return heartbeatError(kerr.CoordinatorNotAvailable)
+	}
+	defer c.wg.Done()
+	if err := c.validateHeartbeat(&req); err != nil {
+		return heartbeatError(err)
+	}
+	if req.MemberEpoch == LeaveEpoch || req.MemberEpoch == StaticLeaveEpoch {
+		return c.leave(&req)
+	}
+	// A join that would create the group checks its regular expression
+	// first: creating the group may delete an Empty classic group, which
+	// a failed join must not do (Kafka writes nothing for it).
+	if req.MemberEpoch == JoinEpoch && req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" && !c.Exists(req.Group) {
+		if _, err := compileRegex(*req.SubscribedTopicRegex); err != nil {
+			return heartbeatError(invalidRegex(*req.SubscribedTopicRegex, err))
+		}
+	}
+	g, created, err := c.lockGroup(req.Group, req.MemberEpoch == JoinEpoch)
+	if err != nil {
+		return heartbeatError(err)
+	}
+	resp, err := g.heartbeatLocked(&req, md)
+	g.mu.Unlock()
+	if err != nil {
+		if created {
+			c.dropIfUnused(g)
+		}
+		return heartbeatError(err)
+	}
+	return resp
+}
+
+// blank is Java's value.trim().isEmpty().
+func blank(s string) bool {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) == ""
+}
+
+// validateHeartbeat is throwIfConsumerGroupHeartbeatRequestIsInvalid: the
+// fields a heartbeat must or must not have, INVALID_REQUEST otherwise, and
+// a known server assignor (UNSUPPORTED_ASSIGNOR).
+func (c *Coordinator) validateHeartbeat(req *HeartbeatRequest) error {
+	invalid := func(msg string) error { return errorf(kerr.InvalidRequest, "%s", msg) }
+	if (req.Version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == LeaveEpoch) && blank(req.MemberID) {
+		return invalid("MemberId can't be empty.")
+	}
+	if blank(req.Group) {
+		return invalid("GroupId can't be empty.")
+	}
+	if req.InstanceID != nil && blank(*req.InstanceID) {
+		return invalid("InstanceId can't be empty.")
+	}
+	if req.RackID != nil && blank(*req.RackID) {
+		return invalid("RackId can't be empty.")
+	}
+	switch {
+	case req.MemberEpoch == JoinEpoch:
+		if req.RebalanceTimeoutMillis == -1 {
+			return invalid("RebalanceTimeoutMs must be provided in first request.")
+		}
+		if req.Topics == nil || len(req.Topics) > 0 {
+			return invalid("TopicPartitions must be empty when (re-)joining.")
+		}
+		if req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil {
+			return invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
+		}
+	case req.MemberEpoch == StaticLeaveEpoch:
+		if req.InstanceID == nil {
+			return invalid("InstanceId can't be null.")
+		}
+	case req.MemberEpoch < StaticLeaveEpoch:
+		return invalid("MemberEpoch is invalid.")
+	}
+	if req.ServerAssignor != nil && !slices.Contains(c.cfg.Assignors, *req.ServerAssignor) {
+		return errorf(kerr.UnsupportedAssignor, "ServerAssignor %s is not supported. Supported assignors: %s.",
+			*req.ServerAssignor, strings.Join(c.cfg.Assignors, ", "))
+	}
+	return nil
+}
+
+// invalidRegex is INVALID_REGULAR_EXPRESSION with Kafka's message
+// (throwIfRegularExpressionIsInvalid).
+func invalidRegex(re string, err error) error {
+	return errorf(kerr.InvalidRegularExpression, "SubscribedTopicRegex `%s` is not a valid regular expression: %v.", re, err)
+}
+
+// newMemberID returns a random id as Kafka's Uuid.randomUuid().toString()
+// writes one: 16 bytes, URL-safe base64 without padding.
+func newMemberID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand crashes the program instead)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// heartbeatLocked is the regular heartbeat of GroupMetadataManager
+// .consumerGroupHeartbeat. It computes everything first and changes the
+// group only at the end, so that an error leaves the group as it was (as
+// Kafka writes its records only for a successful heartbeat).
+func (g *group) heartbeatLocked(req *HeartbeatRequest, md Metadata) (HeartbeatResponse, error) {
+	cfg := &g.c.cfg
+	if len(g.mu.members) >= cfg.MaxSize && (req.MemberID == "" || g.mu.members[req.MemberID] == nil) {
+		return HeartbeatResponse{}, errorf(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", cfg.MaxSize)
+	}
+	memberID := req.MemberID
+	if memberID == "" {
+		memberID = newMemberID()
+	}
+	var owned Assignment
+	if req.Topics != nil {
+		owned = assignmentOf(req.Topics)
+	}
+	base, old, replaced, err := g.memberForHeartbeatLocked(req, memberID, owned)
+	if err != nil {
+		return HeartbeatResponse{}, err
+	}
+
+	// 1. The member with what the request changes.
+	updated := base.clone()
+	if req.InstanceID != nil {
+		updated.instanceID = *req.InstanceID
+	}
+	if req.RackID != nil {
+		updated.rackID = *req.RackID
+	}
+	if req.RebalanceTimeoutMillis != -1 {
+		updated.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if req.ServerAssignor != nil {
+		updated.serverAssignor = *req.ServerAssignor
+	}
+	if req.SubscribedTopicNames != nil {
+		updated.topicNames = sortedNames(req.SubscribedTopicNames)
+	}
+	if req.SubscribedTopicRegex != nil {
+		updated.regex = *req.SubscribedTopicRegex
+	}
+	updated.clientID, updated.clientHost = req.ClientID, req.ClientHost
+	namesChanged := !slices.Equal(base.topicNames, updated.topicNames)
+	regexChanged := base.regex != updated.regex
+
+	skip := []string{updated.id}
+	if replaced != nil {
+		skip = append(skip, replaced.id)
+	}
+
+	// Regular expressions (maybeUpdateRegularExpressions), resolved here
+	// and now instead of by a background task: a new one at once, all of
+	// them again when the last resolution is older than 10 s.
+	resolved := g.mu.resolved
+	refreshed, refreshChanged := false, false
+	newRegex := regexChanged && updated.regex != "" && g.mu.regexes[updated.regex] == 0
+	if newRegex {
+		if _, err := compileRegex(updated.regex); err != nil {
+			return HeartbeatResponse{}, invalidRegex(updated.regex, err)
+		}
+	}
+	now := time.Now()
+	var regexes map[string]bool
+	if len(g.mu.regexes) > 0 || updated.regex != "" {
+		regexes = g.subscribedRegexesLocked(skip, updated)
+	}
+	if len(regexes) > 0 && (newRegex || now.Sub(g.mu.lastRefresh) >= regexRefreshMinInterval) {
+		fresh := resolveRegexes(slices.Sorted(maps.Keys(regexes)), md)
+		for re, topics := range fresh {
+			if prev, ok := resolved[re]; ok && !slices.Equal(prev, topics) {
+				refreshChanged = true
+			}
+		}
+		resolved, refreshed = fresh, true
+	}
+	_, regexResolved := resolved[updated.regex]
+	regexResolved = regexChanged && updated.regex != "" && regexResolved
+
+	// Bump the group epoch when the group is new, the subscription
+	// changed (to a resolved regular expression), a regular expression
+	// now matches other topics, or the subscribed topics' metadata
+	// changed.
+	epoch := g.mu.epoch
+	bump := epoch == 0 || namesChanged || regexResolved || refreshChanged
+	var meta map[string]Topic
+	if bump || namesChanged || regexChanged || refreshed || replaced != nil || !g.metadataCurrentLocked(md) {
+		meta = metadataOf(g.subscribedNamesLocked(resolved, skip, updated), md)
+		if !maps.Equal(meta, g.mu.meta) {
+			bump = true
+		}
+	}
+	if bump {
+		epoch++
+	}
+
+	// 2. A new target assignment when the group epoch is ahead of it.
+	var newTarget map[string]Assignment
+	targetEpoch := g.mu.assignmentEpoch
+	var target Assignment
+	if epoch > g.mu.assignmentEpoch {
+		removed := ""
+		if replaced != nil {
+			removed = replaced.id
+		}
+		newTarget = g.computeTargetLocked(updated, removed, resolved, md)
+		targetEpoch = epoch
+		target = newTarget[updated.id]
+	} else {
+		var ok bool
+		if target, ok = g.mu.target[updated.id]; !ok && replaced != nil {
+			target = g.mu.target[replaced.id]
+		}
+	}
+	if target == nil {
+		target = Assignment{}
+	}
+
+	// 3. Reconcile the member towards its target (maybeReconcile).
+	subscriptionChanged := namesChanged || regexChanged
+	reconciled := updated
+	if subscriptionChanged || !updated.reconciledTo(targetEpoch) {
+		r := reconciler{
+			g: g, m: updated, targetEpoch: targetEpoch, target: target,
+			subscriptionChanged: subscriptionChanged,
+			subscribed:          subscribedTopicIDs(updated, resolved, md, nil),
+			owned:               owned,
+		}
+		if reconciled, err = r.build(); err != nil {
+			return HeartbeatResponse{}, err
+		}
+	}
+
+	// Install it all.
+	if refreshed {
+		g.mu.resolved = resolved
+		g.mu.lastRefresh = now
+	}
+	if bump {
+		g.mu.epoch = epoch
+		g.mu.meta = meta
+	}
+	if newTarget != nil {
+		g.mu.target = newTarget
+		g.mu.assignmentEpoch = epoch
+	} else if replaced != nil {
+		g.mu.target[updated.id] = target
+	}
+	if replaced != nil {
+		g.removeMemberLocked(replaced)
+	}
+	g.updateMemberLocked(old, reconciled)
+	if !reconciled.sameAs(updated) {
+		if reconciled.state == MemberUnrevokedPartitions {
+			g.scheduleRebalanceTimerLocked(reconciled)
+		} else {
+			g.stopRebalanceTimerLocked(reconciled)
+		}
+	}
+	g.scheduleSessionTimerLocked(reconciled)
+	g.updateStateLocked()
+
+	resp := HeartbeatResponse{
+		MemberID:          reconciled.id,
+		MemberEpoch:       reconciled.epoch,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+	}
+	// The assignment goes out on a join, to a full request (one with
+	// every field that a join needs, which a member sends after an error)
+	// and when it changed.
+	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
+	if req.MemberEpoch == JoinEpoch || full || !base.assigned.equal(reconciled.assigned) {
+		resp.HasAssignment = true
+		resp.Assignment = reconciled.assigned.list()
+	}
+	return resp, nil
+}
+
+// memberForHeartbeatLocked finds or creates the heartbeat's member
+// (getOrMaybeSubscribeDynamicConsumerGroupMember and
+// getOrMaybeSubscribeStaticConsumerGroupMember). base is the member as it
+// stands, to apply the request to; old is the installed version it
+// replaces (nil for a new member); replaced is a static member's previous
+// incarnation, under another member id, that leaves the group for it.
+func (g *group) memberForHeartbeatLocked(req *HeartbeatRequest, memberID string, owned Assignment) (base, old, replaced *member, err error) {
+	joining := req.MemberEpoch == JoinEpoch
+	if req.InstanceID == nil {
+		old = g.mu.members[memberID]
+		if old == nil {
+			if !joining {
+				return nil, nil, nil, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
+			}
+			return newMember(memberID), nil, nil, nil
+		}
+		if err := validateEpoch(old, req.MemberEpoch, owned); err != nil {
+			return nil, nil, nil, err
+		}
+		return old, old, nil, nil
+	}
+	instanceID := *req.InstanceID
+	existing := g.staticMemberLocked(instanceID)
+	if !joining {
+		switch {
+		case existing == nil:
+			return nil, nil, nil, errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", instanceID)
+		case existing.id != memberID:
+			return nil, nil, nil, errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", memberID, instanceID, existing.id)
+		}
+		if err := validateEpoch(existing, req.MemberEpoch, owned); err != nil {
+			return nil, nil, nil, err
+		}
+		return existing, existing, nil, nil
+	}
+	if existing == nil {
+		// A new static member (or a dynamic member of that id becoming
+		// static).
+		if old = g.mu.members[memberID]; old != nil {
+			return old, old, nil, nil
+		}
+		return newMember(memberID), nil, nil, nil
+	}
+	// The instance rejoins: allowed only after its previous incarnation
+	// left with epoch -2. The new one takes over its assignment at epoch
+	// 0 and reconciles from there, so it gets its partitions back without
+	// a rebalance.
+	if existing.epoch != StaticLeaveEpoch {
+		return nil, nil, nil, errorf(kerr.UnreleasedInstanceID,
+			"Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", memberID, instanceID, existing.id)
+	}
+	base = existing.clone()
+	base.epoch, base.previousEpoch = 0, 0
+	if existing.id == memberID {
+		return base, existing, nil, nil
+	}
+	base.id = memberID
+	base.timers = &memberTimers{}
+	if other := g.mu.members[memberID]; other != nil {
+		// A dynamic member already uses the new id: it is replaced too.
+		return base, other, existing, nil
+	}
+	return base, nil, existing, nil
+}
+
+// validateEpoch is throwIfConsumerGroupMemberEpochIsInvalid, with
+// KAFKA-19233: epoch 0 rejoins the member in place (a member that was
+// fenced rejoins with its member id and epoch 0); a greater epoch than
+// the member's is FENCED_MEMBER_EPOCH, and so is a smaller one, except the
+// previous epoch with owned partitions within the member's assignment (the
+// response that moved it on was lost).
+func validateEpoch(m *member, received int32, owned Assignment) error {
+	switch {
+	case received == JoinEpoch:
+		return nil
+	case received > m.epoch:
+		return errorf(kerr.FencedMemberEpoch, "The consumer group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
+	case received < m.epoch && (received != m.previousEpoch || !ownedWithin(owned, m.assigned)):
+		return errorf(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
+	}
+	return nil
+}
+
+// ownedWithin reports whether every owned partition is in a; not knowing
+// what the member owns (nil) is not within (isSubset).
+func ownedWithin(owned, a Assignment) bool {
+	if owned == nil {
+		return false
+	}
+	for id, ps := range owned {
+		for _, p := range ps {
+			if !a.has(id, p) {
+				return false
+			}
+		}
+	}
+	return true
+}
