@@ -113,20 +113,50 @@ func (c *conn) readLoop() {
 		if err := c.b.budget.acquire(c.ctx, int64(n)); err != nil {
 			return
 		}
-		buf, err = protocol.ReadBody(br, n, buf[:0])
+		frame := buf[:0]
+		if int(n) > cap(buf) && n > keptFrame {
+			frame = pooledFrame(int(n))
+		}
+		frame, err = protocol.ReadBody(br, n, frame)
 		if err == nil {
-			err = c.handleFrame(buf)
+			err = c.handleFrame(frame)
 		} else {
 			c.readFailed("read request", err)
 		}
 		c.b.budget.release(int64(n))
-		if cap(buf) > 1<<20 {
-			buf = nil // do not keep a large buffer for an idle connection
+		if cap(frame) > keptFrame {
+			// Not kept for an idle connection, but pooled for the next
+			// large request of any connection; buf stays for the small
+			// ones.
+			frameBuffers.Put(&frame)
+		} else {
+			buf = frame
 		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// keptFrame is the largest request buffer a connection keeps between
+// requests; larger ones go back to frameBuffers after each request.
+const keptFrame = 1 << 20
+
+// frameBuffers holds request buffers larger than keptFrame: a producer
+// whose requests carry several 1 MB batches would otherwise allocate
+// (and grow, and clear) a new buffer for every request, about twice the
+// bytes it produces. Pooled buffers go when the garbage collector finds
+// them unused, so idle connections hold none.
+var frameBuffers sync.Pool
+
+// pooledFrame is a buffer from frameBuffers if one can hold n bytes, or
+// nil (protocol.ReadBody then allocates as bytes arrive). A pooled buffer
+// too small is dropped: the new one, larger, will replace it.
+func pooledFrame(n int) []byte {
+	if p, ok := frameBuffers.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return nil
 }
 
 // readFailed logs why reading stopped, quietly for ordinary closes.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 )
 
 // DefaultMaxRequestBytes is Kafka's socket.request.max.bytes.
@@ -36,7 +37,9 @@ func ReadSize(r io.Reader, max int32) (int32, error) {
 
 // ReadBody reads a frame body of n bytes (from ReadSize) into buf, reusing
 // its capacity. A large body is read in steps, growing the buffer only as
-// bytes actually arrive.
+// bytes actually arrive. Grown capacities are powers of two (at most
+// twice what arrived), so that a buffer kept for reuse also fits the next
+// frames of about the same size instead of only smaller ones.
 func ReadBody(r io.Reader, n int32, buf []byte) ([]byte, error) {
 	size := int(n)
 	if cap(buf) >= size || size <= growStep {
@@ -51,7 +54,7 @@ func ReadBody(r io.Reader, n int32, buf []byte) ([]byte, error) {
 	for len(buf) < size {
 		want := min(size-len(buf), max(growStep, len(buf)))
 		if cap(buf)-len(buf) < want {
-			nb := make([]byte, len(buf), len(buf)+want)
+			nb := make([]byte, len(buf), 1<<bits.Len(uint(len(buf)+want-1)))
 			copy(nb, buf)
 			buf = nb
 		}

@@ -114,6 +114,30 @@ func TestReadBody(t *testing.T) {
 	}
 }
 
+// TestReadBodyGrowsToPowersOfTwo: a large body grows the buffer to a
+// power of two, so that the buffer, reused, also takes the next frame a
+// little larger than this one.
+func TestReadBodyGrowsToPowersOfTwo(t *testing.T) {
+	const size = 3<<20 + 12345
+	data := make([]byte, size)
+	buf, err := ReadBody(bytes.NewReader(data), size, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(buf) != size || cap(buf) != 4<<20 {
+		t.Fatalf("len %d cap %d, want len %d cap %d", len(buf), cap(buf), size, 4<<20)
+	}
+	larger := append(data, make([]byte, 100<<10)...)
+	allocs := testing.AllocsPerRun(10, func() {
+		if buf, err = ReadBody(bytes.NewReader(larger), int32(len(larger)), buf[:0]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 1 { // the bytes.Reader
+		t.Errorf("reading a slightly larger frame into the grown buffer: %v allocations, want 1", allocs)
+	}
+}
+
 // TestReadBodyReusesBuffer: a buffer large enough is reused, so a
 // connection's steady state reads frames without allocating.
 func TestReadBodyReusesBuffer(t *testing.T) {

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// consumeCase reads back the topic of a produce case, by direct partition
+// assignment or through a consumer group.
+type consumeCase struct {
+	from  produceCase
+	group bool
+}
+
+func (c consumeCase) name() string {
+	how := "direct"
+	if c.group {
+		how = "group"
+	}
+	return how + ", " + c.from.name()
+}
+
+// consumeCases are measured in this order, after the produce cases that
+// wrote their topics.
+var consumeCases = []consumeCase{
+	{from: produceCase{100, 1}}, {from: produceCase{1024, 1}},
+	{from: produceCase{100, 8}, group: true}, {from: produceCase{1024, 8}, group: true},
+}
+
+// runConsume reads the whole topic of c.from (written by runProduce) with one kgo client (kgo's
+// default fetch settings) passes times, a new client each time, and
+// reports throughput and the broker's CPU and heap per GB of record
+// values. The time runs from creating the client to the last record, so a
+// group's join is included; join_ms is the time to the first record of
+// the first pass.
+func runConsume(ctx context.Context, bp *brokerProc, c consumeCase, topic string, passes int) (metrics, error) {
+	want, err := topicRecords(ctx, bp.addr, topic)
+	if err != nil {
+		return nil, err
+	}
+	// Warm-up: one read of what is there, unmeasured (the page cache, the
+	// brokers' own caches).
+	if _, _, err := consumeAll(ctx, bp.addr, c, topic, want, 0); err != nil {
+		return nil, err
+	}
+	m := startMeasure(bp)
+	var payload int64
+	var first time.Duration
+	for pass := range passes {
+		n, f, err := consumeAll(ctx, bp.addr, c, topic, want, pass+1)
+		if err != nil {
+			return nil, err
+		}
+		if pass == 0 {
+			first = f
+		}
+		payload += n
+	}
+	out := m.finish(payload)
+	out.setRate(want*int64(passes), payload)
+	out["join_ms"] = ms(first)
+	return out, nil
+}
+
+// consumeAll reads want records of topic from its start with a new client
+// and returns the bytes of their values and the time to the first record.
+// pass makes the group name unique.
+func consumeAll(ctx context.Context, addr string, c consumeCase, topic string, want int64, pass int) (int64, time.Duration, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(addr)}
+	if c.group {
+		opts = append(opts, kgo.ConsumerGroup(fmt.Sprintf("kbench-%s-%d-%d", topic, time.Now().UnixNano(), pass)),
+			kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	} else {
+		parts := map[int32]kgo.Offset{}
+		for p := range c.from.partitions {
+			parts[int32(p)] = kgo.NewOffset().AtStart()
+		}
+		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
+	}
+	start := time.Now()
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	var got, payload int64
+	var first time.Duration
+	for got < want {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			return 0, 0, fmt.Errorf("consume %s: %w", topic, err)
+		}
+		if first == 0 && !fs.Empty() {
+			first = time.Since(start)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			payload += int64(len(r.Value))
+		})
+	}
+	if got != want {
+		return 0, 0, fmt.Errorf("consume %s: %d records, want %d", topic, got, want)
+	}
+	return payload, first, nil
+}
+
+// topicRecords is the number of records in topic (the sum of its
+// partitions' end offsets; nothing is ever deleted here).
+func topicRecords(ctx context.Context, addr, topic string) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+	if err := ends.Error(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kbroker/kbroker/broker"
+)
+
+// The hidden serve subcommand runs one broker in this process for a
+// parent kbench, so that the broker's CPU time (/proc/<pid>/stat) is
+// measured apart from the clients':
+//
+//	kbench serve --kind kbroker|kfake-disk|kfake-mem --listen 127.0.0.1:PORT --dir DIR [--flush async|sync] [--set name=value]...
+//
+// kbroker is started with broker.StartInProcess (with the command's
+// defaults, not the small in-process commit-log files), kfake with
+// kfake.NewCluster (one node; DataDir for kfake-disk, plus SyncWrites for
+// --flush sync). Once listening it prints one line, "ready <ns>", the time
+// the broker took to open, and then answers commands on standard input,
+// one line each:
+//
+//	profile FILE   start a CPU profile into FILE      → "ok"
+//	unprofile      stop it                            → "ok"
+//
+// (with the allocation profile at both moments, FILE.allocs-base and
+// FILE.allocs: go tool pprof -sample_index=alloc_space -base FILE.allocs-base FILE.allocs)
+//
+//	stats          the Go heap's totals so far        → "stats <TotalAlloc bytes> <Mallocs>"
+//
+// End of input, SIGTERM or SIGINT stops the broker cleanly (kbroker
+// flushes and checkpoints, kfake saves its state) and exits 0.
+func serveMain(args []string) error {
+	fs := flag.NewFlagSet("kbench serve", flag.ContinueOnError)
+	kind := fs.String("kind", "kbroker", "kbroker, kfake-disk or kfake-mem")
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (kfake: 127.0.0.1 and this port)")
+	dir := fs.String("dir", "", "data directory (kbroker, kfake-disk)")
+	flush := fs.String("flush", "async", "async or sync")
+	segment := fs.Int64("segment-bytes", 128<<20, "kbroker commit-log file size")
+	var props []string
+	fs.Func("set", "kbroker setting `name=value` (Kafka property name; repeatable)", func(v string) error {
+		props = append(props, v)
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+
+	start := time.Now()
+	stop, err := openServed(*kind, *listen, *dir, *flush, *segment, props)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ready %d\n", time.Since(start).Nanoseconds())
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		serveCommands(os.Stdin, os.Stdout)
+	}()
+	select {
+	case <-done:
+	case <-sigs:
+	}
+	pprof.StopCPUProfile()
+	return stop()
+}
+
+// openServed starts the broker of kind and returns the function that
+// stops it cleanly.
+func openServed(kind, listen, dir, flush string, segment int64, props []string) (func() error, error) {
+	switch kind {
+	case "kbroker":
+		if dir == "" {
+			return nil, errors.New("kbroker needs --dir")
+		}
+		var setErr error
+		ip, err := broker.StartInProcess(dir, func(c *broker.Config) {
+			c.Listen = listen
+			c.FlushMode = flush
+			c.SegmentBytes = segment
+			for _, p := range props {
+				name, value, _ := strings.Cut(p, "=")
+				if err := c.Set(name, value); err != nil && setErr == nil {
+					setErr = err
+				}
+			}
+		})
+		if err == nil && setErr != nil {
+			ip.Close()
+			err = setErr
+		}
+		if err != nil {
+			return nil, err
+		}
+		return ip.Close, nil
+	case "kfake-disk", "kfake-mem":
+		_, portText, err := net.SplitHostPort(listen)
+		if err != nil {
+			return nil, err
+		}
+		port, err := strconv.Atoi(portText)
+		if err != nil {
+			return nil, err
+		}
+		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port)}
+		if kind == "kfake-disk" {
+			if dir == "" {
+				return nil, errors.New("kfake-disk needs --dir")
+			}
+			opts = append(opts, kfake.DataDir(dir))
+			if flush == "sync" {
+				opts = append(opts, kfake.SyncWrites())
+			}
+		}
+		c, err := kfake.NewCluster(opts...)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { c.Close(); return nil }, nil
+	}
+	return nil, fmt.Errorf("unknown kind %q", kind)
+}
+
+// serveCommands answers the parent's commands until in ends.
+func serveCommands(in io.Reader, out io.Writer) {
+	sc := bufio.NewScanner(in)
+	var prof *os.File
+	for sc.Scan() {
+		cmd, arg, _ := strings.Cut(sc.Text(), " ")
+		reply := "ok"
+		switch cmd {
+		case "profile":
+			f, err := os.Create(arg)
+			if err == nil {
+				err = pprof.StartCPUProfile(f)
+			}
+			if err == nil {
+				err = writeAllocs(arg + ".allocs-base")
+			}
+			if err != nil {
+				reply = "error " + err.Error()
+				break
+			}
+			prof = f
+		case "unprofile":
+			pprof.StopCPUProfile()
+			if prof != nil {
+				if err := writeAllocs(prof.Name() + ".allocs"); err != nil {
+					reply = "error " + err.Error()
+				}
+				prof.Close()
+				prof = nil
+			}
+		case "stats":
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			reply = fmt.Sprintf("stats %d %d", m.TotalAlloc, m.Mallocs)
+		default:
+			reply = "error unknown command " + strconv.Quote(cmd)
+		}
+		fmt.Fprintln(out, reply)
+	}
+	if prof != nil {
+		pprof.StopCPUProfile()
+		prof.Close()
+	}
+}
+
+// writeAllocs writes the allocation profile so far to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
+}
