@@ -12,6 +12,10 @@ package broker
 // messages. ValidateOnly checks everything and changes nothing. The new
 // partitions are served as soon as the response is sent.
 //
+// A request that would add more than 10,000 partitions in all is refused
+// as a whole with POLICY_VIOLATION (Kafka's controller refuses an
+// operation of more than 10,000 records).
+//
 // Deviations from Apache Kafka:
 //   - TimeoutMillis is ignored: the change is synchronous on one node.
 //   - Internal topics cannot grow (INVALID_REQUEST): more partitions would
@@ -33,6 +37,15 @@ import (
 
 func (b *Broker) handleCreatePartitions(c *conn, req *kmsg.CreatePartitionsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	if b.addedPartitions(req) > maxPartitionsPerRequest {
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic = rt.Topic
+			st.ErrorCode, st.ErrorMessage = kerr.PolicyViolation.Code, kmsg.StringPtr(errTooManyPartitions)
+			resp.Topics = append(resp.Topics, st)
+		}
+		return now(resp)
+	}
 	resp.Topics = answerTopics(req.Topics,
 		func(t *kmsg.CreatePartitionsRequestTopic) string { return t.Topic },
 		func(name string) kmsg.CreatePartitionsResponseTopic {
@@ -45,6 +58,18 @@ func (b *Broker) handleCreatePartitions(c *conn, req *kmsg.CreatePartitionsReque
 			return b.createPartitions(c, rt, req.ValidateOnly)
 		})
 	return now(resp)
+}
+
+// addedPartitions is how many partitions req would add to existing topics
+// in all (Kafka caps the records of one controller operation at 10,000).
+func (b *Broker) addedPartitions(req *kmsg.CreatePartitionsRequest) int64 {
+	var n int64
+	for _, rt := range req.Topics {
+		if t, ok := b.topics.Get(rt.Topic); ok && rt.Count > t.Partitions {
+			n += int64(rt.Count - t.Partitions)
+		}
+	}
+	return n
 }
 
 // createPartitions grows (or with validateOnly checks growing) one topic.

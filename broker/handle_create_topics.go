@@ -14,7 +14,9 @@ package broker
 // replication factor must be -1 or 1 (0 and below -1, or more than the one
 // broker, are INVALID_REPLICATION_FACTOR) and partitions -1 or positive
 // (INVALID_PARTITIONS). -1 partitions means num.partitions.
-// ValidateOnly (v1+) checks everything and changes nothing.
+// ValidateOnly (v1+) checks everything and changes nothing. A request that
+// would create more than 10,000 partitions in all is refused as a whole
+// with POLICY_VIOLATION, as Kafka does.
 //
 // Deviations from Apache Kafka:
 //   - TimeoutMillis is ignored: creation is synchronous on one node.
@@ -42,8 +44,29 @@ import (
 	"github.com/kbroker/kbroker/topic"
 )
 
+// maxPartitionsPerRequest is Kafka's MAX_PARTITIONS_PER_BATCH: a
+// CreateTopics or CreatePartitions request that would create more
+// partitions than this in all is refused as a whole (POLICY_VIOLATION),
+// before anything is done. Each partition costs a directory, an fsync and
+// memory, so one request of a billion partitions (a count with a high bit
+// set) would hold the topic registry for hours and the memory with it.
+const maxPartitionsPerRequest = 10_000
+
+// errTooManyPartitions is Kafka's answer to such a request.
+const errTooManyPartitions = "Excessively large number of partitions per request."
+
 func (b *Broker) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	if b.createdPartitions(req) > maxPartitionsPerRequest {
+		// ReplicationControlManager.validateTotalNumberOfPartitions.
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic = rt.Topic
+			st.ErrorCode, st.ErrorMessage = kerr.PolicyViolation.Code, kmsg.StringPtr(errTooManyPartitions)
+			resp.Topics = append(resp.Topics, st)
+		}
+		return now(resp)
+	}
 	resp.Topics = answerTopics(req.Topics,
 		func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic },
 		func(name string) kmsg.CreateTopicsResponseTopic {
@@ -56,6 +79,24 @@ func (b *Broker) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) (res
 			return b.createTopic(c, rt, req.ValidateOnly)
 		})
 	return now(resp)
+}
+
+// createdPartitions is an upper bound of the partitions req would create,
+// counted as Kafka counts them: a manual assignment's entries, else the
+// partition count, -1 meaning num.partitions.
+func (b *Broker) createdPartitions(req *kmsg.CreateTopicsRequest) int64 {
+	var n int64
+	for _, rt := range req.Topics {
+		switch {
+		case len(rt.ReplicaAssignment) > 0:
+			n += int64(len(rt.ReplicaAssignment))
+		case rt.NumPartitions == -1:
+			n += int64(b.cfg.DefaultPartitions)
+		case rt.NumPartitions > 0:
+			n += int64(rt.NumPartitions)
+		}
+	}
+	return n
 }
 
 // answerTopics answers each topic of a request in order; a name that

@@ -213,8 +213,12 @@ func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
 // report the partition's.
 func (b *Broker) setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, p *partition.Partition, err error) {
 	sp.ErrorCode = errorCode(err)
-	if sp.ErrorCode == kerr.UnknownServerError.Code {
+	switch sp.ErrorCode {
+	case kerr.UnknownServerError.Code:
 		b.lg.Error("produce", zap.String("topic", p.Topic()), zap.Int32("partition", p.Index()), zap.Error(err))
+	case kerr.KafkaStorageError.Code:
+		// A full disk or a failed write: the operator must hear of it.
+		b.lg.Warn("produce refused: storage error", zap.String("topic", p.Topic()), zap.Int32("partition", p.Index()), zap.Error(err))
 	}
 	if version >= 8 {
 		sp.ErrorMessage = errorMessage(err)

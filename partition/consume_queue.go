@@ -253,6 +253,11 @@ type ConsumeQueue struct {
 		hasLast bool
 		closed  bool
 		scratch [CQEntrySize]byte // encode buffer, so Append allocates nothing
+		// spare is the next file, created by Reserve before it is needed
+		// and named spareFrom; not listed until an Append writes its first
+		// entry.
+		spare     *log.MappedFile
+		spareFrom int64
 	}
 
 	// flushMu serialises MappedFile.Flush and the position resets of a
@@ -575,15 +580,73 @@ func (q *ConsumeQueue) Append(pos int64, size int32, baseOffset int64, lastOffse
 	return nil
 }
 
-// rollLocked creates the file that starts with e (already encoded in the
-// scratch buffer), writes e, and only then publishes the file, so readers
-// never see an empty file.
-func (q *ConsumeQueue) rollLocked(fs []*cqFile, e CQEntry) error {
-	mf, err := log.CreateMappedFile(q.dir, e.BaseOffset, int64(q.entriesPerFile)*CQEntrySize)
+// Reserve makes sure that appending an entry with baseOffset will not need
+// to create a file: when that Append would start a new file, the file is
+// created now (named baseOffset, unlisted until the Append writes its first
+// entry). The partition reserves before it appends a batch to the commit
+// log, so that a full disk refuses the batch before it is in the commit log
+// rather than after, when the batch would be in the log but missing from
+// the queue. A failure is not sticky.
+func (q *ConsumeQueue) Reserve(baseOffset int64) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return fmt.Errorf("partition: reserve offset %d in consume queue %s: %w", baseOffset, q.dir, ErrConsumeQueueClosed)
+	}
+	if err := q.failure(); err != nil {
+		return err
+	}
+	fs := *q.files.Load()
+	if n := len(fs); n > 0 && !fs[n-1].mf.IsFull() {
+		return nil
+	}
+	if q.mu.spare != nil {
+		if q.mu.spareFrom == baseOffset {
+			return nil
+		}
+		if err := q.dropSpareLocked(); err != nil {
+			return err
+		}
+	}
+	mf, err := log.CreateMappedFile(q.dir, baseOffset, int64(q.entriesPerFile)*CQEntrySize)
 	if err != nil {
-		// Not sticky: a full disk at allocation is retried by the next
-		// append, as for the commit log.
-		return fmt.Errorf("partition: consume queue %s: new file for offset %d: %w", q.dir, e.BaseOffset, err)
+		return fmt.Errorf("partition: consume queue %s: new file for offset %d: %w", q.dir, baseOffset, err)
+	}
+	q.mu.spare, q.mu.spareFrom = mf, baseOffset
+	return nil
+}
+
+// dropSpareLocked removes the reserved file, which no reader knows of.
+func (q *ConsumeQueue) dropSpareLocked() error {
+	mf := q.mu.spare
+	if mf == nil {
+		return nil
+	}
+	q.mu.spare = nil
+	if err := mf.Destroy(context.Background()); err != nil {
+		return fmt.Errorf("partition: remove reserved consume queue file %s: %w", mf.Path(), err)
+	}
+	return nil
+}
+
+// rollLocked creates the file that starts with e (already encoded in the
+// scratch buffer), or takes the one Reserve made for it, writes e, and only
+// then publishes the file, so readers never see an empty file.
+func (q *ConsumeQueue) rollLocked(fs []*cqFile, e CQEntry) error {
+	mf := q.mu.spare
+	if mf != nil && q.mu.spareFrom == e.BaseOffset {
+		q.mu.spare = nil
+	} else {
+		if err := q.dropSpareLocked(); err != nil {
+			return err
+		}
+		var err error
+		mf, err = log.CreateMappedFile(q.dir, e.BaseOffset, int64(q.entriesPerFile)*CQEntrySize)
+		if err != nil {
+			// Not sticky: a full disk at allocation is retried by the
+			// next append, as for the commit log.
+			return fmt.Errorf("partition: consume queue %s: new file for offset %d: %w", q.dir, e.BaseOffset, err)
+		}
 	}
 	if _, err := mf.AppendBytes(q.mu.scratch[:]); err != nil {
 		derr := mf.Destroy(context.Background())
@@ -1078,6 +1141,7 @@ func (q *ConsumeQueue) Destroy() error {
 }
 
 func (q *ConsumeQueue) releaseLocked() {
+	_ = q.dropSpareLocked() // empty: the next open would remove it anyway
 	fs := *q.files.Load()
 	q.files.Store(&[]*cqFile{})
 	for _, f := range fs {

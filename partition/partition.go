@@ -266,6 +266,11 @@ func (p *Partition) writeLocked(b []byte, lastOffsetDelta int32, attributes int1
 	if err := batch.Stamp(b, w.base, 0, w.appendTime); err != nil {
 		return written{}, err
 	}
+	// A new consume-queue file first: a full disk must refuse the batch
+	// before it is in the commit log, not once it is there unindexed.
+	if err := p.cq.Reserve(w.base); err != nil {
+		return written{}, storageError(fmt.Sprintf("index %s-%d", p.topic, p.index), err)
+	}
 	res, err := p.store.clog.Append(p.key[:], b)
 	if err != nil {
 		return written{}, storageError(fmt.Sprintf("append %s-%d", p.topic, p.index), err)

@@ -30,6 +30,30 @@ const maxDecompressedCap = 1 << 30
 // ones are dropped after use (STYLE.md §6, nats nbPool).
 const maxPooledBuffer = 8 << 20
 
+// decompressFree is how much output a decompression may produce on its own.
+// One that needs more first takes a slot of bigDecompressions, held until
+// its decompressor is put back, and its buffer is then dropped. Each
+// connection decompresses its own produce requests, and a few KiB of zstd
+// or gzip expand to the bound (64 MiB by default): without the slots, 50
+// connections sending such bombs make the broker allocate 50 bounds at
+// once, with the slots it is at most cap(bigDecompressions) of them,
+// however many connections there are. A decompressor takes a slot at most
+// once and nothing holding one waits for anything else, so they cannot
+// deadlock. (What stays per connection is the codec's own state, such as
+// an lz4 reader's block buffer of up to 4 MiB, and up to decompressFree of
+// output.)
+const decompressFree = 1 << 20
+
+// bigDecompressions holds the slots of decompressions past decompressFree:
+// one, as batches that expand past 1 MiB are rare (Kafka's producers
+// default to 16 KiB batches, kgo to 1 MB) and each slot may cost twice the
+// bound while its buffer grows.
+var bigDecompressions = make(chan struct{}, 1)
+
+// zstdStep is the output a zstd decompression with a slot may produce
+// before it is decoded again with the whole bound (see zstd).
+const zstdStep = 8 << 20
+
 // errTooLarge reports output past the bound; callers turn it into
 // MESSAGE_TOO_LARGE.
 var errTooLarge = errors.New("batch: decompressed data exceeds the bound")
@@ -52,6 +76,8 @@ type decompressor struct {
 	lz    *lz4.Reader
 	zs    *zstd.Decoder
 	zsMax uint64 // WithDecoderMaxMemory last applied to zs
+	// big is set while d holds a slot of bigDecompressions.
+	big bool
 }
 
 var decompressors = sync.Pool{New: func() any { return new(decompressor) }}
@@ -59,8 +85,12 @@ var decompressors = sync.Pool{New: func() any { return new(decompressor) }}
 func getDecompressor() *decompressor { return decompressors.Get().(*decompressor) }
 
 func putDecompressor(d *decompressor) {
-	if cap(d.buf) > maxPooledBuffer {
+	if cap(d.buf) > maxPooledBuffer || (d.big && cap(d.buf) > decompressFree) {
 		d.buf = nil
+	}
+	if d.big {
+		d.big = false
+		<-bigDecompressions
 	}
 	d.src.Reset(nil)
 	d.lim.R = nil
@@ -101,6 +131,15 @@ func (d *decompressor) decompress(codec Codec, src []byte, limit int) ([]byte, e
 	return d.buf, nil
 }
 
+// takeBig waits for a slot of bigDecompressions, unless d holds one: d is
+// about to hold more than decompressFree bytes of output.
+func (d *decompressor) takeBig() {
+	if !d.big {
+		bigDecompressions <- struct{}{}
+		d.big = true
+	}
+}
+
 // readAll reads r into d.buf, growing it up to limit+1 bytes so that one
 // byte past the bound is seen and refused without reading further.
 func (d *decompressor) readAll(r io.Reader, limit int) ([]byte, error) {
@@ -108,7 +147,11 @@ func (d *decompressor) readAll(r io.Reader, limit int) ([]byte, error) {
 	dst := d.buf[:0]
 	for {
 		if len(dst) == cap(dst) {
-			dst = slices.Grow(dst, min(max(cap(dst), 32<<10), limit+1-len(dst)))
+			grow := min(max(cap(dst), 32<<10), limit+1-len(dst))
+			if len(dst)+grow > decompressFree {
+				d.takeBig()
+			}
+			dst = slices.Grow(dst, grow)
 		}
 		n, err := d.lim.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
@@ -126,8 +169,31 @@ func (d *decompressor) readAll(r io.Reader, limit int) ([]byte, error) {
 
 // zstd decodes every frame of src at once. WithDecoderMaxMemory makes the
 // decoder refuse a frame that declares, or grows to, more than limit bytes
-// before it allocates them.
+// before it allocates them. Output beyond decompressFree needs a slot of
+// bigDecompressions, so src is decoded within decompressFree first and,
+// only if that is too little, again with a slot, within zstdStep and then
+// within limit. With a slot the buffer is allocated for the whole step at
+// once: DecodeAll grows its output by exactly each frame's content size, so
+// a bomb of many small frames would otherwise cost allocations quadratic
+// in its size.
 func (d *decompressor) zstd(src []byte, limit int) ([]byte, error) {
+	within := min(limit, decompressFree)
+	for {
+		if within > decompressFree {
+			d.takeBig()
+			if cap(d.buf) < within {
+				d.buf = make([]byte, 0, within+64)
+			}
+		}
+		out, err := d.zstdWithin(src, within)
+		if !errors.Is(err, errTooLarge) || within == limit {
+			return out, err
+		}
+		within = min(limit, max(within*8, zstdStep))
+	}
+}
+
+func (d *decompressor) zstdWithin(src []byte, limit int) ([]byte, error) {
 	if d.zs == nil {
 		zs, err := zstd.NewReader(nil,
 			zstd.WithDecoderConcurrency(1), // synchronous: no goroutines to leak from the pool
@@ -163,7 +229,7 @@ func (d *decompressor) zstd(src []byte, limit int) ([]byte, error) {
 func (d *decompressor) snappy(src []byte, limit int) ([]byte, error) {
 	dst := d.buf[:0]
 	if len(src) < xerialHeaderSize || !bytes.Equal(src[:len(xerialMagic)], xerialMagic) {
-		return appendSnappyBlock(dst, src, limit)
+		return d.appendSnappyBlock(dst, src, limit)
 	}
 	// snappy-java's SnappyInputStream.readHeader refuses a stream whose
 	// version is below its MINIMUM_COMPATIBLE_VERSION, 1.
@@ -181,7 +247,7 @@ func (d *decompressor) snappy(src []byte, limit int) ([]byte, error) {
 			return dst, fmt.Errorf("batch: xerial snappy: block length %d with %d bytes left", n, len(rest))
 		}
 		var err error
-		if dst, err = appendSnappyBlock(dst, rest[:n], limit); err != nil {
+		if dst, err = d.appendSnappyBlock(dst, rest[:n], limit); err != nil {
 			return dst, err
 		}
 		rest = rest[n:]
@@ -191,14 +257,18 @@ func (d *decompressor) snappy(src []byte, limit int) ([]byte, error) {
 
 // appendSnappyBlock decodes one raw snappy block after dst. The block's
 // decoded length comes first in its header, so the bound is checked before
-// any allocation.
-func appendSnappyBlock(dst, block []byte, limit int) ([]byte, error) {
+// any allocation (and before taking a slot of bigDecompressions, which
+// output beyond decompressFree needs).
+func (d *decompressor) appendSnappyBlock(dst, block []byte, limit int) ([]byte, error) {
 	n, err := snappy.DecodedLen(block)
 	if err != nil {
 		return dst, err
 	}
 	if n > limit-len(dst) {
 		return dst, errTooLarge
+	}
+	if len(dst)+n > decompressFree {
+		d.takeBig()
 	}
 	dst = slices.Grow(dst, n)
 	out, err := snappy.DecodeStrict(dst[len(dst):len(dst)+n], block)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/snappy/xerial"
@@ -111,5 +112,75 @@ func TestDecompressBound(t *testing.T) {
 				t.Fatalf("at the bound: %d bytes, %v", len(out), err)
 			}
 		})
+	}
+}
+
+// TestDecompressBigSlots: output within decompressFree needs no slot of
+// bigDecompressions; a decompression that outgrows it waits for one, so
+// however many connections send decompression bombs, at most
+// cap(bigDecompressions) large buffers exist at once. Not parallel: it
+// holds every slot.
+func TestDecompressBigSlots(t *testing.T) {
+	for range cap(bigDecompressions) {
+		bigDecompressions <- struct{}{}
+	}
+	held := true
+	release := func() {
+		if held {
+			held = false
+			for range cap(bigDecompressions) {
+				<-bigDecompressions
+			}
+		}
+	}
+	defer release()
+
+	codecs := []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd}
+	small := bytes.Repeat([]byte("small batch "), decompressFree/2/12)
+	for _, c := range codecs {
+		d := getDecompressor()
+		out, err := d.decompress(c, compressWith(t, c, false, small), 64<<20)
+		if err != nil || !bytes.Equal(out, small) {
+			t.Fatalf("%v within decompressFree with every slot taken: %d bytes, %v", c, len(out), err)
+		}
+		putDecompressor(d)
+	}
+
+	// 8 MiB of zeros in a few KiB each, beyond the bound of 4 MiB; for
+	// snappy, whose block declares its length (a block beyond the bound is
+	// refused before anything is allocated), 3 MiB within it.
+	bombs := map[Codec][]byte{}
+	for _, c := range codecs {
+		n := 8 << 20
+		if c == CodecSnappy {
+			n = 3 << 20
+		}
+		bombs[c] = compressWith(t, c, false, make([]byte, n))
+	}
+	done := make(chan error, len(bombs))
+	for c, b := range bombs {
+		go func() {
+			d := getDecompressor()
+			_, err := d.decompress(c, b, 4<<20)
+			putDecompressor(d)
+			if c == CodecSnappy && err == nil {
+				err = errTooLarge // as expected: decoded, once it had a slot
+			}
+			done <- err
+		}()
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a decompression past decompressFree ran while every slot was taken (%v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	for range bombs {
+		if err := <-done; !errors.Is(err, errTooLarge) {
+			t.Fatalf("bomb: got %v, want errTooLarge", err)
+		}
+	}
+	if n := len(bigDecompressions); n != 0 {
+		t.Fatalf("%d slots still taken after every decompressor was put back", n)
 	}
 }

@@ -111,7 +111,10 @@
 //     decompression bound still applies.
 //   - Decompression is bounded (DefaultMaxDecompressedBytes, or 16 ×
 //     max.message.bytes, capped at 1 GiB): a bigger expansion is
-//     MESSAGE_TOO_LARGE. Kafka streams records and has no bound.
+//     MESSAGE_TOO_LARGE. Kafka streams records and has no bound. Only one
+//     decompression at a time, broker-wide, may produce more than 1 MiB;
+//     the others wait for it, so decompression bombs sent on many
+//     connections cost one bound of memory, not one per connection.
 //   - Inner offset deltas must be 0..n-1, compressed or not. Kafka ignores them
 //     in uncompressed batches and rebuilds compressed ones that break the rule
 //     (KAFKA-9669); kbroker stores batches byte for byte and cannot rebuild.
