@@ -30,29 +30,9 @@ func (b *Broker) groupOffsets(create bool) (*offsets.Store, error) {
 	if s := b.offsets.Load(); s != nil {
 		return s, nil
 	}
-	t, ok := b.topics.Get(topic.GroupMetadataTopic)
-	if !ok && !create {
-		return nil, nil
-	}
-	if !ok {
-		// Kept forever: the offsets store's snapshots move its log
-		// start, and time or size retention must never drop records
-		// that no snapshot covers yet.
-		maxBytes := strconv.Itoa(int(b.cfg.MaxRequestBytes))
-		forever := "-1"
-		var err error
-		t, err = b.topics.CreateInternal(topic.GroupMetadataTopic, b.cfg.OffsetsTopicPartitions, map[string]*string{
-			"max.message.bytes": &maxBytes,
-			"retention.ms":      &forever,
-			"retention.bytes":   &forever,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("create %s: %w", topic.GroupMetadataTopic, err)
-		}
-	}
-	parts := b.store.Partitions(partition.TopicID(t.ID))
-	if int32(len(parts)) != t.Partitions {
-		return nil, fmt.Errorf("%s: %d of %d partitions in the store", t.Name, len(parts), t.Partitions)
+	parts, err := b.stateTopic(topic.GroupMetadataTopic, b.cfg.OffsetsTopicPartitions, create)
+	if parts == nil || err != nil {
+		return nil, err
 	}
 	s, err := offsets.Open(offsets.Config{
 		Dir:              filepath.Join(b.cfg.DataDir, "metadata"),
@@ -78,6 +58,37 @@ func (b *Broker) groupOffsets(create bool) (*offsets.Store, error) {
 	})
 	b.offsets.Store(s)
 	return s, nil
+}
+
+// stateTopic returns the partitions of an internal topic that holds a
+// coordinator's state (__consumer_offsets, __transaction_state), creating
+// the topic with n partitions when create is set, or nil when it does not
+// exist and create is not set. The topic keeps its records forever: the
+// coordinator's snapshots move its log start, and time or size retention
+// must never drop records that no snapshot covers yet.
+func (b *Broker) stateTopic(name string, n int32, create bool) ([]*partition.Partition, error) {
+	t, ok := b.topics.Get(name)
+	if !ok && !create {
+		return nil, nil
+	}
+	if !ok {
+		maxBytes := strconv.Itoa(int(b.cfg.MaxRequestBytes))
+		forever := "-1"
+		var err error
+		t, err = b.topics.CreateInternal(name, n, map[string]*string{
+			"max.message.bytes": &maxBytes,
+			"retention.ms":      &forever,
+			"retention.bytes":   &forever,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("create %s: %w", name, err)
+		}
+	}
+	parts := b.store.Partitions(partition.TopicID(t.ID))
+	if int32(len(parts)) != t.Partitions {
+		return nil, fmt.Errorf("%s: %d of %d partitions in the store", t.Name, len(parts), t.Partitions)
+	}
+	return parts, nil
 }
 
 // committedOffsets is the store for a request that must write (a commit):

@@ -44,9 +44,7 @@ const offsetMetadataMaxBytes = 4096
 func (b *Broker) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(req.Topics))
-	// Where each committed partition's error code goes.
-	var commits []offsets.Commit
-	var slots []*int16
+	var pc pendingCommits
 	groupErr := b.validateOffsetCommit(req)
 	nowMs := time.Now().UnixMilli()
 	for i := range req.Topics {
@@ -59,56 +57,19 @@ func (b *Broker) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) (res
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
 			sp.Partition = rp.Partition
-			switch {
-			case groupErr != nil:
-				sp.ErrorCode = errorCode(groupErr)
-			case topicCode != 0:
-				sp.ErrorCode = topicCode
-			case rp.Partition < 0 || rp.Partition >= t.Partitions:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.Metadata != nil && len(*rp.Metadata) > offsetMetadataMaxBytes:
-				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			default:
-				cm := offsets.Commit{
-					TopicPartition:  offsets.TopicPartition{Topic: t.Name, Partition: rp.Partition},
-					Offset:          rp.Offset,
-					LeaderEpoch:     rp.LeaderEpoch,
-					ExpireTimestamp: -1,
-				}
-				if req.Version < 6 {
-					cm.LeaderEpoch = -1
-				}
-				if rp.Metadata != nil {
-					cm.Metadata = *rp.Metadata
-				}
-				if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
-					cm.ExpireTimestamp = nowMs + req.RetentionTimeMillis
-				}
-				commits = append(commits, cm)
-				slots = append(slots, &sp.ErrorCode)
+			cm := pc.add(groupErr, t, topicCode, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, &sp.ErrorCode)
+			if cm == nil {
+				continue
+			}
+			if req.Version < 6 {
+				cm.LeaderEpoch = -1
+			}
+			if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
+				cm.ExpireTimestamp = nowMs + req.RetentionTimeMillis
 			}
 		}
 	}
-	if len(commits) == 0 {
-		return now(resp)
-	}
-	store, err := b.committedOffsets()
-	if err != nil {
-		for _, s := range slots {
-			*s = errorCode(err)
-		}
-		return now(resp)
-	}
-	ready := make(chan struct{})
-	store.Commit(req.Group, commits, func(err error) {
-		if code := coordinatorWriteCode(err); code != 0 {
-			for _, s := range slots {
-				*s = code
-			}
-		}
-		close(ready)
-	})
-	return result{resp: resp, ready: ready}, nil
+	return b.writeCommits(resp, &pc, func(s *offsets.Store, done func(error)) { s.Commit(req.Group, pc.commits, done) })
 }
 
 // validateOffsetCommit checks the committing member against the group:

@@ -18,7 +18,6 @@ package broker
 // once the transaction commits (package offsets).
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/offsets"
@@ -29,8 +28,7 @@ func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	resp.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
 	groupErr := b.validateTxnOffsetCommit(req)
-	var commits []offsets.Commit
-	var slots []*int16
+	var pc pendingCommits
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
@@ -41,53 +39,14 @@ func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
 			sp.Partition = rp.Partition
-			switch {
-			case groupErr != nil:
-				sp.ErrorCode = errorCode(groupErr)
-			case topicCode != 0:
-				sp.ErrorCode = topicCode
-			case rp.Partition < 0 || rp.Partition >= t.Partitions:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.Metadata != nil && len(*rp.Metadata) > offsetMetadataMaxBytes:
-				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			default:
-				cm := offsets.Commit{
-					TopicPartition:  offsets.TopicPartition{Topic: t.Name, Partition: rp.Partition},
-					Offset:          rp.Offset,
-					LeaderEpoch:     rp.LeaderEpoch,
-					ExpireTimestamp: -1,
-				}
-				if req.Version < 2 {
-					cm.LeaderEpoch = -1
-				}
-				if rp.Metadata != nil {
-					cm.Metadata = *rp.Metadata
-				}
-				commits = append(commits, cm)
-				slots = append(slots, &sp.ErrorCode)
+			if cm := pc.add(groupErr, t, topicCode, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, &sp.ErrorCode); cm != nil && req.Version < 2 {
+				cm.LeaderEpoch = -1
 			}
 		}
 	}
-	if len(commits) == 0 {
-		return now(resp)
-	}
-	store, err := b.committedOffsets()
-	if err != nil {
-		for _, s := range slots {
-			*s = errorCode(err)
-		}
-		return now(resp)
-	}
-	ready := make(chan struct{})
-	store.CommitTxn(req.Group, req.ProducerID, req.ProducerEpoch, commits, func(err error) {
-		if code := coordinatorWriteCode(err); code != 0 {
-			for _, s := range slots {
-				*s = code
-			}
-		}
-		close(ready)
+	return b.writeCommits(resp, &pc, func(s *offsets.Store, done func(error)) {
+		s.CommitTxn(req.Group, req.ProducerID, req.ProducerEpoch, pc.commits, done)
 	})
-	return result{resp: resp, ready: ready}, nil
 }
 
 // validateTxnOffsetCommit checks the group membership and that the

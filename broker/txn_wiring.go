@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,28 +30,9 @@ func (b *Broker) transactions(create bool) (*txn.Coordinator, error) {
 	if c := b.txns.Load(); c != nil {
 		return c, nil
 	}
-	t, ok := b.topics.Get(topic.TransactionTopic)
-	if !ok && !create {
-		return nil, nil
-	}
-	if !ok {
-		// Kept forever, as __consumer_offsets: snapshots move its log
-		// start.
-		maxBytes := strconv.Itoa(int(b.cfg.MaxRequestBytes))
-		forever := "-1"
-		var err error
-		t, err = b.topics.CreateInternal(topic.TransactionTopic, b.cfg.TransactionTopicPartitions, map[string]*string{
-			"max.message.bytes": &maxBytes,
-			"retention.ms":      &forever,
-			"retention.bytes":   &forever,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("create %s: %w", topic.TransactionTopic, err)
-		}
-	}
-	parts := b.store.Partitions(partition.TopicID(t.ID))
-	if int32(len(parts)) != t.Partitions {
-		return nil, fmt.Errorf("%s: %d of %d partitions in the store", t.Name, len(parts), t.Partitions)
+	parts, err := b.stateTopic(topic.TransactionTopic, b.cfg.TransactionTopicPartitions, create)
+	if parts == nil || err != nil {
+		return nil, err
 	}
 	c, err := txn.Open(txn.Config{
 		Dir:                filepath.Join(b.cfg.DataDir, "metadata"),

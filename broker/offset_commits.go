@@ -1,0 +1,75 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/offsets"
+	"github.com/kbroker/kbroker/topic"
+)
+
+// pendingCommits gathers the partitions of an OffsetCommit or a
+// TxnOffsetCommit that pass the checks, with where each one's error code
+// goes in the response.
+type pendingCommits struct {
+	commits []offsets.Commit
+	codes   []*int16
+}
+
+// add checks one partition of the request (the group's verdict, the
+// topic's, the partition index, the metadata size) and either sets *code
+// or queues the commit, returned so the caller can adjust its fields.
+func (pc *pendingCommits) add(groupErr error, t topic.Topic, topicCode int16, partition int32, offset int64, leaderEpoch int32, metadata *string, code *int16) *offsets.Commit {
+	switch {
+	case groupErr != nil:
+		*code = errorCode(groupErr)
+	case topicCode != 0:
+		*code = topicCode
+	case partition < 0 || partition >= t.Partitions:
+		*code = kerr.UnknownTopicOrPartition.Code
+	case metadata != nil && len(*metadata) > offsetMetadataMaxBytes:
+		*code = kerr.OffsetMetadataTooLarge.Code
+	default:
+		cm := offsets.Commit{
+			TopicPartition:  offsets.TopicPartition{Topic: t.Name, Partition: partition},
+			Offset:          offset,
+			LeaderEpoch:     leaderEpoch,
+			ExpireTimestamp: -1,
+		}
+		if metadata != nil {
+			cm.Metadata = *metadata
+		}
+		pc.commits = append(pc.commits, cm)
+		pc.codes = append(pc.codes, code)
+		return &pc.commits[len(pc.commits)-1]
+	}
+	return nil
+}
+
+// write hands the queued commits to the offsets store through write and
+// returns resp, pending until the store answers; a failed write sets the
+// code Kafka gives for failed coordinator writes on every queued
+// partition.
+func (b *Broker) writeCommits(resp kmsg.Response, pc *pendingCommits, write func(*offsets.Store, func(error))) (result, error) {
+	if len(pc.commits) == 0 {
+		return now(resp)
+	}
+	fail := func(code int16) {
+		for _, c := range pc.codes {
+			*c = code
+		}
+	}
+	store, err := b.committedOffsets()
+	if err != nil {
+		fail(errorCode(err))
+		return now(resp)
+	}
+	ready := make(chan struct{})
+	write(store, func(err error) {
+		if code := coordinatorWriteCode(err); code != 0 {
+			fail(code)
+		}
+		close(ready)
+	})
+	return result{resp: resp, ready: ready}, nil
+}
