@@ -37,7 +37,10 @@
 // again. The state in a snapshot may be ahead of its cut (it holds every
 // write applied so far): replaying the records from the cut reproduces the
 // same state, because a later record of a key always replaces an earlier
-// one.
+// one. That needs those records to survive whatever the snapshot
+// survives, and the async flush modes apply a write before the disk has
+// it; so the snapshot file is written only once the commit log is durable
+// through every write applied (Store.Sync).
 //
 // The snapshot file:
 //

@@ -1,6 +1,7 @@
 package coordlog
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,8 +21,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // the commit-log files that only older records needed. The cut of a
 // partition is the end of the writes applied in log order whose bytes the
 // commit log has made durable; state past the cut is in the file too, and
-// replay of the records from the cut reproduces it. Nothing is written
-// when neither the state nor a cut changed.
+// replay of the records from the cut reproduces it (the file is written
+// once the log is durable through all of it). Nothing is written when
+// neither the state nor a cut changed.
 func (l *Log[R]) Snapshot() error {
 	l.snapMu.Lock()
 	defer l.snapMu.Unlock()
@@ -64,6 +66,20 @@ func (l *Log[R]) Snapshot() error {
 	l.mu.dirty = false
 	l.mu.Unlock()
 
+	// The state may hold the effect of writes that the flush mode
+	// acknowledged before the disk had them (async and pool modes apply a
+	// write once appended; pool mode loses its buffers to a kill, both to
+	// a power loss). A snapshot that outlived them would be ahead of the
+	// log with no record left past its cut to bring it back: a
+	// transaction completed in the snapshot whose markers are gone would
+	// hang its partitions forever. So the log is made durable through
+	// every write applied so far (all appended before this point) first.
+	if err := l.ps.Sync(context.Background(), l.ps.CommitLog().WrotePosition()); err != nil {
+		l.mu.Lock()
+		l.mu.dirty = true
+		l.mu.Unlock()
+		return fmt.Errorf("%s: make the snapshot's records durable: %w", l.cfg.Name, err)
+	}
 	if err := klog.WriteFileAtomic(l.cfg.SnapshotPath, data); err != nil {
 		l.mu.Lock()
 		l.mu.dirty = true

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -63,17 +64,48 @@ func openCheckpoint(path string) (c *checkpointFile, cp Checkpoint, found bool, 
 		f.Close()
 		return nil, Checkpoint{}, false, fmt.Errorf("read checkpoint %s: %w", path, err)
 	}
-	for _, off := range []int{0, checkpointSlotGap} {
-		if off+checkpointSlotSize > n {
-			continue
-		}
-		seq, slot, ok := decodeCheckpointSlot(raw[off : off+checkpointSlotSize])
-		if ok && (!found || seq > c.seq) {
-			c.seq, cp, found = seq, slot, true
-		}
-	}
+	c.seq, cp, found = newestSlot(raw[:n])
 	c.last = cp
 	return c, cp, found, nil
+}
+
+// ReadCheckpoint reads the checkpoint of the store whose data directory is
+// dir (the file dir/checkpoint) without opening the store or changing
+// anything: the newest valid slot. It is for tools and tests, e.g. to learn
+// the durable position a crashed run recorded. A missing file is an error
+// wrapping os.ErrNotExist; a file with no valid slot, ErrNoCheckpoint.
+func ReadCheckpoint(dir string) (Checkpoint, error) {
+	path := filepath.Join(dir, "checkpoint")
+	f, err := os.Open(path)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("read checkpoint: %w", err)
+	}
+	defer f.Close()
+	var raw [checkpointSlotGap + checkpointSlotSize]byte
+	n, err := f.ReadAt(raw[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return Checkpoint{}, fmt.Errorf("read checkpoint %s: %w", path, err)
+	}
+	_, cp, found := newestSlot(raw[:n])
+	if !found {
+		return Checkpoint{}, fmt.Errorf("%w in %s", ErrNoCheckpoint, path)
+	}
+	return cp, nil
+}
+
+// newestSlot decodes the slots that raw (the start of a checkpoint file)
+// holds whole and returns the valid one with the highest sequence number.
+func newestSlot(raw []byte) (seq uint64, cp Checkpoint, found bool) {
+	for _, off := range []int{0, checkpointSlotGap} {
+		if off+checkpointSlotSize > len(raw) {
+			continue
+		}
+		s, slot, ok := decodeCheckpointSlot(raw[off : off+checkpointSlotSize])
+		if ok && (!found || s > seq) {
+			seq, cp, found = s, slot, true
+		}
+	}
+	return seq, cp, found
 }
 
 func decodeCheckpointSlot(b []byte) (uint64, Checkpoint, bool) {

@@ -404,6 +404,52 @@ func TestPoolMode(t *testing.T) {
 	}
 }
 
+// TestPoolCommitWhileFilling: the commit service commits a pool-mode file
+// while the appender fills it (with an entry or the filler that closes
+// it). Committing a full file returns its pool buffer and clears the
+// file's writeBuf, which the appender must no longer read once its bytes
+// are published: under -race this test caught advanceWrote reading
+// writeBuf after the atomic add that let the commit see the file full.
+func TestPoolCommitWhileFilling(t *testing.T) {
+	cfg := testConfig(t, 16<<10)
+	cfg.PoolBuffers = 3
+	l, _ := openLog(t, cfg)
+	done := make(chan struct{})
+	committed := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-done:
+				committed <- nil
+				return
+			default:
+			}
+			if _, err := l.Commit(0); err != nil {
+				committed <- err
+				return
+			}
+		}
+	}()
+	var last AppendResult
+	for i := 0; i < 400; i++ {
+		r, err := l.Append(key(i), payload(i, 700+i%5*300))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = r
+	}
+	close(done)
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if c, err := l.Commit(0); err != nil || c != last.End() {
+		t.Fatalf("Commit(0) = %d, %v; want %d", c, err, last.End())
+	}
+	if got := readAll(t, l, 0); len(got) != 400 {
+		t.Fatalf("read %d entries, want 400", len(got))
+	}
+}
+
 func TestWarmModes(t *testing.T) {
 	for _, w := range []WarmMode{WarmPopulate, WarmTouch, WarmNone} {
 		t.Run(w.String(), func(t *testing.T) {

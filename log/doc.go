@@ -49,6 +49,7 @@
 // bytes only. The flush services (package flush) drive Flush and Commit.
 // After every flush the checkpoint records the durable position; it is not
 // fsynced each time, since a stale value is only smaller and hence safe.
+// ReadCheckpoint reads it without opening the store (tools, tests).
 //
 // # Recovery
 //

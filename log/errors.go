@@ -23,6 +23,9 @@ var (
 	// ErrLocked is returned by Open when another process holds the data
 	// directory.
 	ErrLocked = errors.New("log: data directory is in use by another process")
+	// ErrNoCheckpoint is returned by ReadCheckpoint when the checkpoint
+	// file holds no valid slot.
+	ErrNoCheckpoint = errors.New("log: no valid checkpoint slot")
 )
 
 // CorruptionError reports an invalid entry in data that the checkpoint says

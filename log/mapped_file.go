@@ -66,8 +66,10 @@ type MappedFile struct {
 	file *os.File
 	data []byte // the mapping, len(data) == size
 
-	// pool and writeBuf are set when the file borrowed a pool buffer; they
-	// are written once, by the allocator, before the file is shared.
+	// pool and writeBuf are set when the file borrowed a pool buffer, by
+	// the allocator before the file is shared. commit clears writeBuf
+	// (under commitMu) once the file is full and committed, so the
+	// appender reads it only while the file is not yet full.
 	pool     *TransientStorePool
 	writeBuf []byte
 
@@ -268,9 +270,14 @@ func (m *MappedFile) target() []byte {
 
 // advanceWrote publishes n appended bytes. Without a pool buffer they are
 // already in the page cache, so committed moves too.
+//
+// writeBuf is read before the add: once the add has filled the file, the
+// commit service may commit it whole and clear writeBuf (returning the
+// buffer to the pool) under commitMu, which the appender does not take.
 func (m *MappedFile) advanceWrote(n int64) {
+	pooled := m.writeBuf != nil
 	w := m.wrote.Add(n)
-	if m.writeBuf == nil {
+	if !pooled {
 		m.committed.Store(w)
 	}
 }

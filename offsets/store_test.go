@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/coordlog"
+	"github.com/kbroker/kbroker/flush"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition"
 )
@@ -288,4 +289,53 @@ func TestWriteAfterClose(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	e.s = nil
+}
+
+// TestSnapshotNotAheadOfDisk: in the async flush modes a commit is
+// applied (and answered) once appended, before the disk has it; a
+// snapshot holding it must not be written before its record is durable,
+// or a crash that loses the record (pool mode's buffers at a kill, the
+// page cache at a power loss) would leave the snapshot ahead of the log.
+// The flush services here would not get to it for an hour.
+func TestSnapshotNotAheadOfDisk(t *testing.T) {
+	for _, mode := range []partition.FlushMode{partition.FlushAsync, partition.FlushAsyncPool} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			ps, _, err := partition.Open(partition.Config{
+				Dir:            dir,
+				Log:            klog.Config{FileSize: 1 << 20},
+				FlushMode:      mode,
+				FlushRealTime:  flush.FlushRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour},
+				CommitRealTime: flush.CommitRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour},
+			}, []partition.TopicSpec{{ID: offsetsTopic, Name: "__consumer_offsets", Partitions: 1, Config: partition.DefaultTopicConfig()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ps.Close()
+			meta := filepath.Join(dir, "metadata")
+			s, err := Open(Config{Dir: meta, Retention: time.Hour, CheckInterval: time.Hour, SnapshotInterval: time.Hour}, ps, ps.Partitions(offsetsTopic), Hooks{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			done := make(chan error, 1)
+			s.Commit("g", []Commit{c("t", 0, 42)}, func(err error) { done <- err })
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			wrote := ps.CommitLog().WrotePosition()
+			if ps.CommitLog().FlushedPosition() >= wrote {
+				t.Fatalf("the commit is durable before any flush: the test cannot tell")
+			}
+			if err := s.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(s.snapshotPath()); err != nil {
+				t.Fatalf("no snapshot: %v", err)
+			}
+			if f := ps.CommitLog().FlushedPosition(); f < wrote {
+				t.Fatalf("snapshot written with the commit log durable up to %d, its commit's record ends at %d", f, wrote)
+			}
+		})
+	}
 }

@@ -313,27 +313,26 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 		return r, err
 	}
 	s.clog = clog
-	// Entries past the recovered end of the commit log are gone.
-	lostTail := cp.Dispatched > lr.End
+	// Entries past the recovered end of the commit log are gone. What
+	// survived in the queue (cut at that end, completed by the replay) is
+	// the truth about the offsets; the log start offset is kept. The
+	// checkpoint's next offset and producer state, and queue entries
+	// written before the crash, may count batches that did not survive:
+	// pool mode loses its uncommitted buffers to a kill (their queue
+	// entries were written at append, and a checkpoint counts them), and a
+	// power loss takes the log's pages past the durable position whether
+	// or not the checkpoint saw them, while the queue's may have reached
+	// the disk. Trusting those would leave a hole between the last batch
+	// and the log end that a consumer waits on forever, and answer a
+	// producer's retry of a lost batch as a duplicate.
 	for _, ps := range all {
 		for _, p := range ps {
 			if err := p.cq.TruncateFromPos(lr.End); err != nil {
 				return r, fmt.Errorf("partition: truncate %s-%d: %w", p.topic, p.index, err)
 			}
-			n := p.cq.NextOffset()
-			if lostTail {
-				// The commit log lost data that the checkpoint had seen (a
-				// power loss past the durable position): what survived in
-				// the queue is the truth; keep the log start offset.
-				p.mu.next = max(n, p.logStart.Load())
-				p.mu.producers.TruncateAfter(p.mu.next)
-				p.truncateAborted(p.mu.next)
-			} else {
-				p.mu.next = max(p.mu.next, n)
-			}
-			if p.logStart.Load() > p.mu.next {
-				p.logStart.Store(p.mu.next)
-			}
+			p.mu.next = max(p.cq.NextOffset(), p.logStart.Load())
+			p.mu.producers.TruncateAfter(p.mu.next)
+			p.truncateAborted(p.mu.next)
 			if p.cq.Len() > 0 {
 				if first := p.cq.FirstOffset(); first > p.logStart.Load() {
 					p.logStart.Store(first)
@@ -462,6 +461,35 @@ func (s *Store) SubmitDurable(end int64, done func(error)) {
 		return
 	}
 	s.groupCommit.Submit(end, func(err error) { done(durableError(err)) })
+}
+
+// Sync makes the commit log durable on disk up to position end in every
+// flush mode: in sync mode it waits for the group commit (as AwaitDurable);
+// in the async modes it commits what the pool buffers hold (pool mode)
+// and flushes the files itself. It is for state derived from records that
+// the flush mode acknowledged but a crash could still take (async and
+// pool modes acknowledge before the disk has them): a coordinator's
+// snapshot must not outlive the records it reflects. Errors are
+// KAFKA_STORAGE_ERROR, or REQUEST_TIMED_OUT after the sync flush timeout.
+func (s *Store) Sync(ctx context.Context, end int64) error {
+	if s.clog.FlushedPosition() >= end {
+		return nil
+	}
+	if s.groupCommit != nil {
+		return s.AwaitDurable(ctx, end)
+	}
+	if s.cfg.FlushMode == FlushAsyncPool {
+		if _, err := s.clog.Commit(0); err != nil {
+			return durableError(err)
+		}
+	}
+	if _, err := s.clog.Flush(0); err != nil {
+		return durableError(err)
+	}
+	if f := s.clog.FlushedPosition(); f < end {
+		return durableError(fmt.Errorf("commit log durable up to %d after a flush, not %d", f, end))
+	}
+	return nil
 }
 
 func durableError(err error) error {

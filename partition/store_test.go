@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/flush"
 )
 
 // openStore opens a store with the given topics and closes it at cleanup.
@@ -325,5 +327,128 @@ func TestAddPartitions(t *testing.T) {
 	mustAppend(t, s, p2, testBatch{pid: -1, values: values(2, 1)}, 0)
 	if p2.HighWatermark() != 2 {
 		t.Fatalf("new partition hw %d", p2.HighWatermark())
+	}
+}
+
+// TestRecoveryDropsLostBatches: a crash left batches counted past the end
+// of what the commit log kept, by consume-queue entries ("queue": pool
+// mode writes a batch's entry at once but the batch only into a pool
+// buffer, which a kill loses; after a power loss the queue's pages may
+// have reached the disk and the log's not) or by the checkpoint's next
+// offset ("checkpoint": pool mode checkpoints the partitions' offsets with
+// batches still in its buffers; any mode may count a batch appended after
+// the checkpoint read its position). Recovery takes the offsets from what
+// survived: the log end offset and high watermark are right after the last
+// surviving batch (a consumer reading there gets an empty fetch, not a hole
+// it waits on forever), the next append gets that offset, and a retry of
+// the lost batch by its idempotent producer is written again, not answered
+// as a duplicate with offsets that no longer exist.
+func TestRecoveryDropsLostBatches(t *testing.T) {
+	for _, ahead := range []string{"queue", "checkpoint"} {
+		t.Run(ahead, func(t *testing.T) {
+			cfg := testStoreConfig(t, FlushAsync)
+			s, _, err := Open(cfg, []TopicSpec{spec(0, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := s.Partition(topicID(0), 0)
+			mustAppend(t, s, p, testBatch{pid: -1, values: values(3, 100)}, 0) // 0-2
+			if ahead == "queue" {
+				if err := s.Checkpoint(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b := mustAppend(t, s, p, testBatch{pid: 7, seq: 0, values: values(3, 100)}, 0) // 3-5
+			lost := testBatch{pid: 7, seq: 3, values: values(3, 100)}
+			mustAppend(t, s, p, lost, 0) // 6-8
+			if ahead == "checkpoint" {
+				if err := s.Checkpoint(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f := s.CommitLog().Files()[0]
+			path, from := f.Path(), f.From()
+			metaDir := s.metaDir
+			crashStore(s)
+			if ahead == "checkpoint" {
+				// The checkpoint counts the lost batch (next 9, its
+				// producer's sequence) but says the queues were complete
+				// only up to where it starts.
+				cp, err := readCheckpoint(metaDir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cp.Dispatched = b.End
+				if err := writeCheckpoint(metaDir, cp); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The lost batch's entry starts where b's ends.
+			fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fh.WriteAt(make([]byte, 1024), b.End-from); err != nil {
+				t.Fatal(err)
+			}
+			fh.Close()
+
+			cfg.Log.TruncateCorrupt = true // the zeroed bytes may lie below the durable position
+			s2 := openStore(t, cfg, spec(0, 1))
+			p2 := s2.Partition(topicID(0), 0)
+			if p2.LogEndOffset() != 6 || p2.HighWatermark() != 6 || p2.LastStableOffset() != 6 {
+				t.Fatalf("after the loss: log end %d, high watermark %d, last stable %d; want 6", p2.LogEndOffset(), p2.HighWatermark(), p2.LastStableOffset())
+			}
+			if got, res := readRecords(t, p2, 0); len(got) != 6 || res.HighWatermark != 6 {
+				t.Fatalf("read %d records (high watermark %d), want 6", len(got), res.HighWatermark)
+			}
+			res, err := p2.Append(lost.encode(), 9, 0)
+			if err != nil || res.Duplicate || res.BaseOffset != 6 {
+				t.Fatalf("the lost batch again: %+v, %v; want it written at 6", res, err)
+			}
+			if err := s2.AwaitDurable(context.Background(), res.End); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := readRecords(t, p2, 6); len(got) != 3 || got[0].offset != 6 {
+				t.Fatalf("read %d records from 6 after the retry, want 3", len(got))
+			}
+		})
+	}
+}
+
+// TestSyncMakesDurable: Sync makes the commit log durable up to a
+// position in every flush mode, even when the flush services would not
+// get to it for an hour (async and pool modes acknowledge appends before
+// that).
+func TestSyncMakesDurable(t *testing.T) {
+	for _, mode := range []FlushMode{FlushSync, FlushAsync, FlushAsyncPool} {
+		t.Run(mode.String(), func(t *testing.T) {
+			cfg := testStoreConfig(t, mode)
+			cfg.Log.PoolBuffers = 2
+			cfg.FlushRealTime = flush.FlushRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour}
+			cfg.CommitRealTime = flush.CommitRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour}
+			s := openStore(t, cfg, spec(0, 1))
+			p := s.Partition(topicID(0), 0)
+			var end int64
+			for range 3 {
+				res, err := p.Append(testBatch{pid: -1, values: values(3, 100)}.encode(), 9, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				end = res.End
+			}
+			if mode != FlushSync && s.CommitLog().FlushedPosition() >= end {
+				t.Fatalf("durable up to %d before Sync, past the appends' end %d: the test cannot tell", s.CommitLog().FlushedPosition(), end)
+			}
+			if err := s.Sync(context.Background(), end); err != nil {
+				t.Fatalf("Sync: %v", err)
+			}
+			if f := s.CommitLog().FlushedPosition(); f < end {
+				t.Fatalf("durable up to %d after Sync(%d)", f, end)
+			}
+			if err := s.Sync(context.Background(), end); err != nil {
+				t.Fatalf("Sync of what is durable: %v", err)
+			}
+		})
 	}
 }
