@@ -55,6 +55,11 @@ type GroupCommitService struct {
 	timeout   time.Duration
 	lg        *zap.Logger
 	onFlushed func(flushed int64)
+	// reported is the position whose onFlushed call has returned: Await's
+	// fast path trusts it rather than the store's flushed position, which
+	// moves before the hook runs, so that no acknowledgement overtakes the
+	// hook (the high watermark).
+	reported atomic.Int64
 
 	// pool recycles requests so that the steady-state path does not allocate.
 	// It is per service, not package-level, so that requests (whose channels
@@ -167,6 +172,7 @@ func NewGroupCommitService(store Store, cfg GroupCommitConfig, opts ...Option) *
 		quit:        make(chan struct{}),
 		flusherDone: make(chan struct{}),
 	}
+	s.reported.Store(s.lastFlushed)
 	s.pool.New = func() any { return &request{ch: make(chan error, 1)} }
 	s.cond.L = &s.mu.Mutex
 	return s
@@ -208,7 +214,7 @@ func (s *GroupCommitService) Start() {
 // call but enforced only by the started service. Await must not be called
 // with locks held that the OnFlushed hook takes.
 func (s *GroupCommitService) Await(ctx context.Context, pos int64) error {
-	if s.store.FlushedPosition() >= pos {
+	if s.reported.Load() >= pos {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -494,6 +500,7 @@ func (s *GroupCommitService) round(forced bool) error {
 		if s.onFlushed != nil {
 			s.onFlushed(flushed)
 		}
+		s.reported.Store(flushed)
 	}
 	var werr error
 	if err != nil {
