@@ -147,6 +147,16 @@ func (p *Partition) Config() TopicConfig { return *p.cfg.Load() }
 // SetConfig replaces the topic configuration (AlterConfigs).
 func (p *Partition) SetConfig(c TopicConfig) { p.cfg.Store(&c) }
 
+// writableLocked refuses a write (what names it in the error) to a
+// deleted partition (UNKNOWN_TOPIC_OR_PARTITION) or one whose earlier write
+// failed (its sticky error).
+func (p *Partition) writableLocked(what string) error {
+	if p.deleted.Load() {
+		return fmt.Errorf("partition: %s %s-%d: %w", what, p.topic, p.index, kerr.UnknownTopicOrPartition)
+	}
+	return p.mu.err
+}
+
 // AppendResult describes an accepted batch.
 type AppendResult struct {
 	// BaseOffset is the offset of the batch's first record.
@@ -217,11 +227,8 @@ func (p *Partition) Append(records []byte, produceVersion int16, nowMs int64) (A
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.deleted.Load() {
-		return AppendResult{}, fmt.Errorf("partition: append %s-%d: %w", p.topic, p.index, kerr.UnknownTopicOrPartition)
-	}
-	if p.mu.err != nil {
-		return AppendResult{}, p.mu.err
+	if err := p.writableLocked("append"); err != nil {
+		return AppendResult{}, err
 	}
 	dup, first, _, err := p.mu.producers.Check(pb)
 	if err != nil {

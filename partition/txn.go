@@ -176,11 +176,8 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, commit bool, coo
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.deleted.Load() {
-		return AppendResult{}, fmt.Errorf("partition: append marker %s-%d: %w", p.topic, p.index, kerr.UnknownTopicOrPartition)
-	}
-	if p.mu.err != nil {
-		return AppendResult{}, p.mu.err
+	if err := p.writableLocked("append marker"); err != nil {
+		return AppendResult{}, err
 	}
 	if err := p.mu.producers.CheckMarker(m); err != nil {
 		return AppendResult{}, fmt.Errorf("partition: append marker %s-%d: %w", p.topic, p.index, err)
@@ -231,11 +228,8 @@ func (p *Partition) AppendCoordinator(records []byte, nowMs int64) (AppendResult
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.deleted.Load() {
-		return AppendResult{}, fmt.Errorf("partition: append %s-%d: %w", p.topic, p.index, kerr.UnknownTopicOrPartition)
-	}
-	if p.mu.err != nil {
-		return AppendResult{}, p.mu.err
+	if err := p.writableLocked("append"); err != nil {
+		return AppendResult{}, err
 	}
 	if err := p.mu.producers.CheckCoordinator(pb); err != nil {
 		return AppendResult{}, fmt.Errorf("partition: append %s-%d: %w", p.topic, p.index, err)
