@@ -306,6 +306,28 @@ func (c *Coordinator) background() {
 	}
 }
 
+// accept starts a client request of txnID that may be answered later
+// (AddPartitions, AddOffsets, EndTxn): an empty id is INVALID_REQUEST and a
+// closed coordinator COORDINATOR_NOT_AVAILABLE, answered at once (ok
+// false); otherwise the request is parked, and answer gives its answer
+// unless Close already did.
+func (c *Coordinator) accept(txnID string, done func(error)) (answer func(error), ok bool) {
+	if txnID == "" {
+		done(codeError(kerr.InvalidRequest, txnID, "empty transactional id"))
+		return nil, false
+	}
+	p := c.park(done)
+	if p == nil {
+		done(codeError(kerr.CoordinatorNotAvailable, txnID, "coordinator closed"))
+		return nil, false
+	}
+	return func(err error) {
+		if c.unpark(p) {
+			done(err)
+		}
+	}, true
+}
+
 // park registers a request that will be answered later, or returns nil
 // once the coordinator is closed.
 func (c *Coordinator) park(fail func(error)) *parked {

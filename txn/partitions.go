@@ -30,19 +30,9 @@ import (
 //
 // done runs once, before AddPartitions returns or on another goroutine.
 func (c *Coordinator) AddPartitions(txnID string, pid int64, epoch int16, tps []TopicPartition, done func(error)) {
-	if txnID == "" {
-		done(codeError(kerr.InvalidRequest, txnID, "empty transactional id"))
+	answer, ok := c.accept(txnID, done)
+	if !ok {
 		return
-	}
-	p := c.park(done)
-	if p == nil {
-		done(codeError(kerr.CoordinatorNotAvailable, txnID, "coordinator closed"))
-		return
-	}
-	answer := func(err error) {
-		if c.unpark(p) {
-			done(err)
-		}
 	}
 	now := c.cfg.Now().UnixMilli()
 	c.mu.Lock()
