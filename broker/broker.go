@@ -111,6 +111,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open producer ids: %w", err)
 	}
 	mode, _ := cfg.flushMode()
+	warm, _ := klog.ParseWarmMode(cfg.LogWarm)
 	var specs []partition.TopicSpec
 	for _, t := range reg.List() {
 		specs = append(specs, topicSpec(&t))
@@ -118,7 +119,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	start := time.Now()
 	store, report, err := partition.Open(partition.Config{
 		Dir:                    cfg.DataDir,
-		Log:                    klog.Config{FileSize: cfg.SegmentBytes, AllocateHook: b.allocHook},
+		Log:                    klog.Config{FileSize: cfg.SegmentBytes, Warm: warm, AllocateHook: b.allocHook},
 		FlushMode:              mode,
 		GroupCommit:            flush.GroupCommitConfig{Timeout: cfg.SyncFlushTimeout},
 		FullValidation:         cfg.FullValidation,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/group"
+	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition"
 )
 
@@ -33,6 +34,11 @@ type Config struct {
 	FlushMode string `kafka:"kbroker.flush.mode"`
 	// SegmentBytes is the size of every commit-log file.
 	SegmentBytes int64 `kafka:"log.segment.bytes"`
+	// LogWarm is how each new commit-log file is pre-faulted before
+	// appends reach its pages: "fault" (a write fault per page, the
+	// default), "populate" (madvise MADV_POPULATE_WRITE), "touch" (a zero
+	// written per page, RocketMQ's way) or "none".
+	LogWarm string `kafka:"kbroker.log.warm"`
 	// DefaultPartitions is num.partitions: partitions of auto-created
 	// topics and of CreateTopics with -1.
 	DefaultPartitions int32 `kafka:"num.partitions"`
@@ -167,6 +173,7 @@ func DefaultConfig() Config {
 		RetentionBytes:           -1,
 		RetentionCheckInterval:   5 * time.Minute,
 		SyncFlushTimeout:         5 * time.Second,
+		LogWarm:                  klog.WarmFault.String(),
 		FetchSessionCacheSlots:   defaultFetchSessionSlots,
 		FetchCopyThreshold:       defaultFetchCopyThreshold,
 		ClusterID:                "kbroker-cluster",
@@ -216,6 +223,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.flushMode(); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := klog.ParseWarmMode(c.LogWarm); err != nil {
+		errs = append(errs, fmt.Errorf("kbroker.log.warm: %w", err))
 	}
 	if c.SegmentBytes < 1<<20 || c.SegmentBytes%4096 != 0 || c.SegmentBytes > 1<<30 {
 		errs = append(errs, fmt.Errorf("log.segment.bytes %d must be a multiple of 4096 between 1 MiB and 1 GiB", c.SegmentBytes))

@@ -22,7 +22,7 @@ type Config struct {
 	// flushes warmed pages every WarmFlushPages pages (RocketMQ's
 	// flushLeastPagesWhenWarmMapedFile).
 	SyncFlush bool
-	// Warm selects how new files are pre-faulted. Default WarmPopulate.
+	// Warm selects how new files are pre-faulted. Default WarmFault.
 	Warm WarmMode
 	// WarmFlushPages is the warm-up chunk in 4 KiB pages. Default 4096 (16 MiB).
 	WarmFlushPages int
@@ -78,7 +78,7 @@ func (c *Config) Validate() error {
 	if c.WarmFlushPages < 0 {
 		errs = append(errs, fmt.Errorf("log: WarmFlushPages %d is negative", c.WarmFlushPages))
 	}
-	if c.Warm < WarmPopulate || c.Warm > WarmNone {
+	if c.Warm < WarmFault || c.Warm > WarmNone {
 		errs = append(errs, fmt.Errorf("log: unknown Warm mode %d", c.Warm))
 	}
 	if c.PoolBuffers < 0 {
