@@ -17,7 +17,11 @@
 //     module kbench runs in (or --kbroker-bin);
 //   - kfake-disk: kfake.NewCluster with one node and kfake.DataDir, the
 //     peer to beat (with kfake.SyncWrites for the sync flush rows);
-//   - kfake-mem: kfake without a data directory, a second reference.
+//   - kfake-mem: kfake without a data directory, a second reference;
+//   - floor-null, floor-write (produce only): the least a broker can do,
+//     reading and answering produce requests without storing them, or
+//     writing their batches to files with write(2) and nothing else; they
+//     show what the client, loopback TCP and the page cache cost alone.
 //
 // Every round starts fresh brokers on empty data directories and runs
 // each case on each broker in turn, the order rotating from round to
@@ -185,6 +189,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	for _, w := range o.only {
 		if !slices.Contains(workloads, w) {
 			return o, fmt.Errorf("--only: unknown workload %q", w)
+		}
+	}
+	for _, b := range o.brokers {
+		if strings.HasPrefix(b, "floor") && !slices.Equal(o.only, []string{"produce"}) {
+			return o, fmt.Errorf("--brokers %s serves only the produce workload: add --only produce", b)
 		}
 	}
 	if o.caseFilter != "" {

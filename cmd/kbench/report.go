@@ -112,15 +112,20 @@ func (r *results) print(w io.Writer) {
 }
 
 // printRatios prints the ratios of medians, ours over theirs, for every
-// pair of a kbroker and a kfake of the same flush mode, and for the
-// flush workload each broker's sync over async.
+// pair of a kbroker and a kfake of the same flush mode, of a kbroker or a
+// floor over kfake-disk and of a kbroker over a floor, and for the flush
+// workload each broker's sync over async.
 func (r *results) printRatios(w io.Writer, rep report, cases, brokers []string) {
 	type pair struct{ a, b string }
 	var pairs []pair
 	for _, a := range brokers {
 		for _, b := range brokers {
-			if strings.HasPrefix(a, "kbroker") && strings.HasPrefix(b, "kfake") &&
-				strings.HasSuffix(a, "-sync") == strings.HasSuffix(b, "-sync") {
+			sameMode := strings.HasSuffix(a, "-sync") == strings.HasSuffix(b, "-sync")
+			ours := strings.HasPrefix(a, "kbroker")
+			floor := strings.HasPrefix(a, "floor")
+			if sameMode && (ours && strings.HasPrefix(b, "kfake") ||
+				floor && b == "kfake-disk" ||
+				ours && strings.HasPrefix(b, "floor")) {
 				pairs = append(pairs, pair{a, b})
 			}
 		}
@@ -181,9 +186,9 @@ func (r *results) casesAndBrokers(workload string) (cases, brokers []string) {
 }
 
 // brokerRank orders brokers: kbroker first, then kfake-disk, then
-// kfake-mem.
+// kfake-mem, then the floors.
 func brokerRank(name string) int {
-	for i, k := range []string{"kbroker", "kbroker-bin", "kfake-disk", "kfake-mem", "external"} {
+	for i, k := range []string{"kbroker", "kbroker-bin", "kfake-disk", "kfake-mem", "floor-null", "floor-write", "external"} {
 		if strings.TrimSuffix(name, "-sync") == k {
 			return i
 		}
