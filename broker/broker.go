@@ -112,6 +112,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	}
 	mode, _ := cfg.flushMode()
 	warm, _ := klog.ParseWarmMode(cfg.LogWarm)
+	appendMode, _ := klog.ParseAppendMode(cfg.LogAppend)
 	var specs []partition.TopicSpec
 	for _, t := range reg.List() {
 		specs = append(specs, topicSpec(&t))
@@ -119,7 +120,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	start := time.Now()
 	store, report, err := partition.Open(partition.Config{
 		Dir:                    cfg.DataDir,
-		Log:                    klog.Config{FileSize: cfg.SegmentBytes, Warm: warm, AllocateHook: b.allocHook},
+		Log:                    klog.Config{FileSize: cfg.SegmentBytes, Append: appendMode, Warm: warm, AllocateHook: b.allocHook},
 		FlushMode:              mode,
 		GroupCommit:            flush.GroupCommitConfig{Timeout: cfg.SyncFlushTimeout},
 		FullValidation:         cfg.FullValidation,

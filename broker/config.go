@@ -34,10 +34,16 @@ type Config struct {
 	FlushMode string `kafka:"kbroker.flush.mode"`
 	// SegmentBytes is the size of every commit-log file.
 	SegmentBytes int64 `kafka:"log.segment.bytes"`
+	// LogAppend is how produced batches reach the commit-log files:
+	// "pwrite" (one pwritev(2) per batch, the default) or "mapped" (copied
+	// into the files' memory mappings, RocketMQ's way). See
+	// log.AppendMode.
+	LogAppend string `kafka:"kbroker.log.append"`
 	// LogWarm is how each new commit-log file is pre-faulted before
-	// appends reach its pages: "fault" (a write fault per page, the
+	// mapped appends reach its pages: "fault" (a write fault per page, the
 	// default), "populate" (madvise MADV_POPULATE_WRITE), "touch" (a zero
-	// written per page, RocketMQ's way) or "none".
+	// written per page, RocketMQ's way) or "none". Unused with pwrite
+	// appends, which never fault.
 	LogWarm string `kafka:"kbroker.log.warm"`
 	// DefaultPartitions is num.partitions: partitions of auto-created
 	// topics and of CreateTopics with -1.
@@ -173,6 +179,7 @@ func DefaultConfig() Config {
 		RetentionBytes:           -1,
 		RetentionCheckInterval:   5 * time.Minute,
 		SyncFlushTimeout:         5 * time.Second,
+		LogAppend:                klog.AppendPwrite.String(),
 		LogWarm:                  klog.WarmFault.String(),
 		FetchSessionCacheSlots:   defaultFetchSessionSlots,
 		FetchCopyThreshold:       defaultFetchCopyThreshold,
@@ -223,6 +230,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.flushMode(); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := klog.ParseAppendMode(c.LogAppend); err != nil {
+		errs = append(errs, fmt.Errorf("kbroker.log.append: %w", err))
 	}
 	if _, err := klog.ParseWarmMode(c.LogWarm); err != nil {
 		errs = append(errs, fmt.Errorf("kbroker.log.warm: %w", err))

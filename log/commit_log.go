@@ -36,6 +36,8 @@ type CommitLog struct {
 	// writeErr holds the first flush, commit or append failure; once set,
 	// every append fails with it.
 	writeErr atomic.Pointer[error]
+	// scratch holds an entry's header and key for pwriteEntry (under putMu).
+	scratch [entryFixedSize + 1024]byte
 }
 
 // AppendResult says where an entry was stored.
@@ -185,14 +187,26 @@ func (l *CommitLog) appendLocked(crc uint32, key, payload []byte, size int64) (A
 			return AppendResult{}, err
 		}
 		if left >= minBlank {
-			if err := guardFault(func() { putBlank(m.target()[w:], int(left)) }); err != nil {
+			var err error
+			if l.cfg.Append == AppendPwrite && m.writeBuf == nil {
+				var blank [minBlank]byte
+				putBlank(blank[:], int(left))
+				err = pwriteFull(m, w, blank[:], nil)
+			} else {
+				err = guardFault(func() { putBlank(m.target()[w:], int(left)) })
+			}
+			if err != nil {
 				return AppendResult{}, l.stick("append", err)
 			}
 		}
 		m.advanceWrote(left)
 		m, w = next, 0
 	}
-	if err := guardFault(func() { putEntry(m.target()[w:w+size], crc, key, payload) }); err != nil {
+	if l.cfg.Append == AppendPwrite && m.writeBuf == nil {
+		if err := l.pwriteEntry(m, w, crc, key, payload, size); err != nil {
+			return AppendResult{}, l.stick("append", err)
+		}
+	} else if err := guardFault(func() { putEntry(m.target()[w:w+size], crc, key, payload) }); err != nil {
 		return AppendResult{}, l.stick("append", err)
 	}
 	m.advanceWrote(size)

@@ -45,8 +45,9 @@ func benchLog(b *testing.B, cfg Config, n, size int, prewarm bool) *CommitLog {
 //	sustained  the allocator warms the next file while appends run
 //	cold       no warm-up: every first touch of a page faults on the append path
 //	pool       appends into transient-pool buffers, committed in the background
+//	pwrite     each append a pwritev(2) into a fresh file, no warm-up (AppendPwrite)
 func BenchmarkCommitLogAppend(b *testing.B) {
-	for _, mode := range []string{"prewarmed", "sustained", "cold", "pool"} {
+	for _, mode := range []string{"prewarmed", "sustained", "cold", "pool", "pwrite"} {
 		for _, size := range benchSizes {
 			b.Run(fmt.Sprintf("mode=%s/size=%s", mode, sizeName(size)), func(b *testing.B) {
 				cfg := Config{Dir: b.TempDir(), FileSize: 64 << 20, KeySize: 20}
@@ -55,6 +56,8 @@ func BenchmarkCommitLogAppend(b *testing.B) {
 					cfg.Warm = WarmNone
 				case "pool":
 					cfg.PoolBuffers = 3
+				case "pwrite":
+					cfg.Append = AppendPwrite
 				}
 				l := benchLog(b, cfg, b.N, size, mode == "prewarmed")
 				stop := make(chan struct{})

@@ -13,7 +13,13 @@ import (
 )
 
 func TestAppendAndIterate(t *testing.T) {
-	l, _ := openLog(t, testConfig(t, 64<<10))
+	forEachAppendMode(t, testAppendAndIterate)
+}
+
+func testAppendAndIterate(t *testing.T, mode AppendMode) {
+	cfg := testConfig(t, 64<<10)
+	cfg.Append = mode
+	l, _ := openLog(t, cfg)
 	var want []AppendResult
 	for i := 0; i < 200; i++ {
 		r, err := l.Append(key(i), payload(i, 100+i*37%3000))
@@ -51,6 +57,10 @@ func TestAppendAndIterate(t *testing.T) {
 // TestRollCases covers an entry that exactly fills the file, one byte more
 // (filler), and a tail too short for a filler.
 func TestRollCases(t *testing.T) {
+	forEachAppendMode(t, testRollCases)
+}
+
+func testRollCases(t *testing.T, mode AppendMode) {
 	const fs = 4096
 	hdr := int(entryFixedSize + 20)
 	cases := []struct {
@@ -70,6 +80,7 @@ func TestRollCases(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, fs)
+			cfg.Append = mode
 			l, _ := openLog(t, cfg)
 			r1, err := l.Append(key(1), payload(1, tc.first))
 			if err != nil {
@@ -133,7 +144,13 @@ func TestEntryTooLargeAndBadKey(t *testing.T) {
 }
 
 func TestConcurrentAppendsAreOrderedAndIntact(t *testing.T) {
-	l, _ := openLog(t, testConfig(t, 256<<10))
+	forEachAppendMode(t, testConcurrentAppends)
+}
+
+func testConcurrentAppends(t *testing.T, mode AppendMode) {
+	cfg := testConfig(t, 256<<10)
+	cfg.Append = mode
+	l, _ := openLog(t, cfg)
 	const writers, per = 8, 300
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {

@@ -22,6 +22,11 @@ type Config struct {
 	// flushes warmed pages every WarmFlushPages pages (RocketMQ's
 	// flushLeastPagesWhenWarmMapedFile).
 	SyncFlush bool
+	// Append selects how entries reach a file: copied into the mapping
+	// (AppendMapped, the default) or written with pwritev (AppendPwrite,
+	// the broker's default; then there is nothing to warm, and Warm and
+	// Mlock are ignored).
+	Append AppendMode
 	// Warm selects how new files are pre-faulted. Default WarmFault.
 	Warm WarmMode
 	// WarmFlushPages is the warm-up chunk in 4 KiB pages. Default 4096 (16 MiB).
@@ -61,6 +66,54 @@ func (c *Config) withDefaults() {
 	if c.WarmFlushPages == 0 {
 		c.WarmFlushPages = 4096
 	}
+	if c.Append == AppendPwrite {
+		// Nothing writes through the mapping: faulting its pages in
+		// ahead would only add page-table work (and, in sync mode,
+		// flush zeros to the disk).
+		c.Warm, c.Mlock = WarmNone, false
+	}
+}
+
+// AppendMode says how entries are written into a commit-log file. Either
+// way the bytes are in the page cache when Append returns (a killed
+// process loses nothing), reads and sendfile see them at once, and the
+// flush services make them durable with msync over the same range.
+type AppendMode int
+
+const (
+	// AppendMapped copies each entry into the file's mapping (RocketMQ's
+	// MappedByteBuffer put). An append costs no system call, so it suits
+	// many small entries, but each fresh page costs a write fault (the
+	// allocator's warm-up takes most of them ahead of the appender).
+	AppendMapped AppendMode = iota
+	// AppendPwrite writes each entry with one pwritev(2) at its position
+	// (as RocketMQ's transient store pool commits through its
+	// FileChannel): the kernel fills the page cache without page faults,
+	// zeroing or page-table work, at a system call per append. For the
+	// large batches Kafka producers send it is cheaper and far steadier
+	// (docs/BENCHMARKS.md, "Mapped or written appends").
+	AppendPwrite
+)
+
+// ParseAppendMode reads a mode as String spells it.
+func ParseAppendMode(s string) (AppendMode, error) {
+	for m := AppendMapped; m <= AppendPwrite; m++ {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("log: unknown append mode %q (mapped or pwrite)", s)
+}
+
+// String names the mode as the configuration spells it.
+func (m AppendMode) String() string {
+	switch m {
+	case AppendMapped:
+		return "mapped"
+	case AppendPwrite:
+		return "pwrite"
+	}
+	return fmt.Sprintf("AppendMode(%d)", int(m))
 }
 
 // Validate reports every problem with the configuration at once.
@@ -77,6 +130,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WarmFlushPages < 0 {
 		errs = append(errs, fmt.Errorf("log: WarmFlushPages %d is negative", c.WarmFlushPages))
+	}
+	if c.Append < AppendMapped || c.Append > AppendPwrite {
+		errs = append(errs, fmt.Errorf("log: unknown Append mode %d", c.Append))
 	}
 	if c.Warm < WarmFault || c.Warm > WarmNone {
 		errs = append(errs, fmt.Errorf("log: unknown Warm mode %d", c.Warm))

@@ -29,8 +29,10 @@ const (
 	crashKillsEnv = "KBROKER_CRASH_KILLS"
 )
 
-func crashConfig(dir string) Config {
-	return Config{Dir: dir, FileSize: 128 << 10, KeySize: 20, SyncFlush: true, WarmFlushPages: 8}
+// crashConfig is the log's configuration in run; runs alternate between
+// the two append modes, so each recovers what the other wrote.
+func crashConfig(dir string, run int) Config {
+	return Config{Dir: dir, FileSize: 128 << 10, KeySize: 20, SyncFlush: true, WarmFlushPages: 8, Append: AppendMode(run % 2)}
 }
 
 // crashKey identifies an entry by run, writer and sequence.
@@ -55,7 +57,7 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("child of TestCrashKill9 only")
 	}
 	run, _ := strconv.Atoi(os.Getenv(crashRunEnv))
-	l, _, err := Open(crashConfig(dir), 0, nil)
+	l, _, err := Open(crashConfig(dir, run), 0, nil)
 	if err != nil {
 		fmt.Printf("OPENFAIL %v\n", err)
 		os.Exit(3)
@@ -182,7 +184,7 @@ func readLines(r io.Reader, out chan<- string) {
 // (so the next child recovers too).
 func verifyCrashLog(t *testing.T, dir string, acked []ack, run int, crashAgain bool) {
 	t.Helper()
-	l, rep, err := Open(crashConfig(dir), 0, nil)
+	l, rep, err := Open(crashConfig(dir, 0), 0, nil)
 	if err != nil {
 		t.Fatalf("run %d: recovery failed: %v", run, err)
 	}

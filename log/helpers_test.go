@@ -17,6 +17,13 @@ func testConfig(t testing.TB, fileSize int64) Config {
 	return Config{Dir: t.TempDir(), FileSize: fileSize, KeySize: 20}
 }
 
+// forEachAppendMode runs test once per append mode, as subtests.
+func forEachAppendMode(t *testing.T, test func(*testing.T, AppendMode)) {
+	for _, mode := range []AppendMode{AppendMapped, AppendPwrite} {
+		t.Run(mode.String(), func(t *testing.T) { test(t, mode) })
+	}
+}
+
 // openLog opens cfg, failing the test on error, and closes it at cleanup.
 func openLog(t testing.TB, cfg Config) (*CommitLog, RecoveryReport) {
 	t.Helper()
