@@ -126,8 +126,15 @@ func cqDecode(b []byte) (CQEntry, bool) {
 
 // cqDecodeInto is cqDecode writing into *e, which spares the copies of
 // returning the entry on the hot path of Read.
+//
+// b may be a file's mapping that a truncation is rewriting at this moment,
+// so the entry is copied out first and checked and decoded from the copy:
+// checked in place, its bytes could change between the checksum and the
+// fields (a torn entry that passed its checksum, seen under -race).
 func cqDecodeInto(b []byte, e *CQEntry) bool {
-	b = b[:CQEntrySize]
+	var c [CQEntrySize]byte
+	copy(c[:], b[:CQEntrySize])
+	b = c[:]
 	if binary.BigEndian.Uint32(b[cqOffCRC:]) != crc32.Checksum(b[:cqOffCRC], cqCastagnoli) {
 		return false
 	}
