@@ -41,6 +41,9 @@ type conn struct {
 	cancel context.CancelFunc
 	// stopping is set when shutdown asked the reader to stop.
 	stopping atomic.Bool
+	// draining is set when the reader stopped at an unreadable request:
+	// the writer sends the answers still due within drainTimeout.
+	draining atomic.Bool
 
 	// sw sends fetch responses; only the writer goroutine uses it.
 	sw *sendfile.Writer
@@ -83,12 +86,25 @@ func (c *conn) serve() {
 		defer wg.Done()
 		pprof.Do(c.ctx, pprof.Labels("conn", "writer"), func(context.Context) { c.writeLoop() })
 	}()
-	pprof.Do(c.ctx, pprof.Labels("conn", "reader"), func(context.Context) { c.readLoop() })
-	if !c.stopping.Load() {
-		// The client went away (or sent something unreadable): nobody
-		// will read the responses still due, so end the parked fetches
-		// now rather than at their max_wait.
+	var gone bool
+	pprof.Do(c.ctx, pprof.Labels("conn", "reader"), func(context.Context) { gone = c.readLoop() })
+	switch {
+	case c.stopping.Load():
+	case gone:
+		// The client went away: nobody will read the responses still
+		// due, so end the parked fetches now rather than at their
+		// max_wait.
 		c.cancel()
+	default:
+		// The client sent something unreadable. Kafka reads a
+		// connection's next request only after answering the last, so
+		// a client there gets every answer due before the close; so
+		// here: the writer sends what is queued, then the connection
+		// closes. A parked fetch may wait for data no longer than
+		// drainTimeout, and so may each write.
+		c.draining.Store(true)
+		t := time.AfterFunc(drainTimeout, c.cancel)
+		defer t.Stop()
 	}
 	close(c.out) // the writer drains what is queued, then exits
 	wg.Wait()
@@ -96,22 +112,24 @@ func (c *conn) serve() {
 	c.nc.Close()
 }
 
-// readLoop reads and handles requests until an error or shutdown.
-func (c *conn) readLoop() {
+// readLoop reads and handles requests until an error or shutdown. It
+// reports whether it stopped because the client went away (or the
+// connection was idle), as opposed to sending something unreadable.
+func (c *conn) readLoop() (gone bool) {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	var buf []byte
 	for {
 		if c.stopping.Load() {
-			return
+			return false
 		}
 		c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.ConnectionsMaxIdle))
 		n, err := protocol.ReadSize(br, c.b.cfg.MaxRequestBytes)
 		if err != nil {
 			c.readFailed("read request size", err)
-			return
+			return !errors.Is(err, protocol.ErrFrameTooLarge)
 		}
 		if err := c.b.budget.acquire(c.ctx, int64(n)); err != nil {
-			return
+			return true
 		}
 		frame := buf[:0]
 		if int(n) > cap(buf) && n > keptFrame {
@@ -122,6 +140,7 @@ func (c *conn) readLoop() {
 			err = c.handleFrame(frame)
 		} else {
 			c.readFailed("read request", err)
+			gone = true
 		}
 		c.b.budget.release(int64(n))
 		if cap(frame) > keptFrame {
@@ -133,10 +152,14 @@ func (c *conn) readLoop() {
 			buf = frame
 		}
 		if err != nil {
-			return
+			return gone
 		}
 	}
 }
+
+// drainTimeout bounds how long the answers still due may take to write
+// once a connection sent an unreadable request.
+const drainTimeout = 5 * time.Second
 
 // keptFrame is the largest request buffer a connection keeps between
 // requests; larger ones go back to frameBuffers after each request.
@@ -331,7 +354,11 @@ func (c *conn) writeLoop() {
 			}
 			continue // drain: the connection is gone
 		}
-		c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.ConnectionsMaxIdle))
+		deadline := c.b.cfg.ConnectionsMaxIdle
+		if c.draining.Load() {
+			deadline = min(deadline, drainTimeout)
+		}
+		c.nc.SetWriteDeadline(time.Now().Add(deadline))
 		var err error
 		if o.res.fetch != nil {
 			err = c.writeFetch(o.corr, o.res.fetch)

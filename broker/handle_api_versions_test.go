@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bufio"
 	"encoding/binary"
 	"io"
 	"net"
@@ -93,6 +94,50 @@ func TestUnknownKeyClosesOnlyThatConnection(t *testing.T) {
 	}
 	if _, err := newAdmin(t, srv).ApiVersions(testCtx(t)); err != nil {
 		t.Fatalf("other client: %v", err)
+	}
+}
+
+// TestBadFrameAfterGoodOnesIsAnsweredInOrder: a client that pipelines
+// requests and then sends an unreadable one still gets every answer due
+// before the connection closes, as from Kafka, which reads the next
+// request only after answering the last.
+func TestBadFrameAfterGoodOnesIsAnsweredInOrder(t *testing.T) {
+	srv := newTestServer(t, nil)
+	for _, bad := range map[string][]byte{
+		"unknown key":      {0, 0, 0, 10, 0x7f, 0x00, 0, 0, 0, 0, 0, 0, 0xff, 0xff},
+		"truncated header": {0, 0, 0, 3, 0, 18, 0},
+	} {
+		nc, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var frames []byte
+		for corr := int32(1); corr <= 3; corr++ {
+			frames = append(frames, requestFrame(kmsg.NewPtrApiVersionsRequest(), 0, corr)...)
+		}
+		frames = append(frames, bad...)
+		if _, err := nc.Write(frames); err != nil {
+			t.Fatal(err)
+		}
+		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(nc)
+		for want := int32(1); want <= 3; want++ {
+			var size [4]byte
+			if _, err := io.ReadFull(br, size[:]); err != nil {
+				t.Fatalf("answer %d: %v", want, err)
+			}
+			body := make([]byte, binary.BigEndian.Uint32(size[:]))
+			if _, err := io.ReadFull(br, body); err != nil {
+				t.Fatalf("answer %d: %v", want, err)
+			}
+			if corr := int32(binary.BigEndian.Uint32(body)); corr != want {
+				t.Fatalf("answer with correlation id %d, want %d", corr, want)
+			}
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("connection not closed after the answers: %v", err)
+		}
+		nc.Close()
 	}
 }
 
