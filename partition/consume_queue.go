@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -127,24 +128,27 @@ func cqDecode(b []byte) (CQEntry, bool) {
 // cqDecodeInto is cqDecode writing into *e, which spares the copies of
 // returning the entry on the hot path of Read.
 //
-// b may be a file's mapping that a truncation is rewriting at this moment,
-// so the entry is copied out first and checked and decoded from the copy:
-// checked in place, its bytes could change between the checksum and the
-// fields (a torn entry that passed its checksum, seen under -race).
+// b may be a file's mapping that a truncation is rewriting at this moment:
+// checked in place and then decoded, its bytes could change between the
+// checksum and the fields (a torn entry passed its checksum under -race).
+// So the entry is copied out first, the checksum is taken over the
+// mapping (taking it over the copy would move the copy to the heap), and
+// the mapping must still hold the copy's bytes afterwards: a rewrite in
+// between either changes them or gives a checksum that does not match.
 func cqDecodeInto(b []byte, e *CQEntry) bool {
+	b = b[:CQEntrySize]
 	var c [CQEntrySize]byte
-	copy(c[:], b[:CQEntrySize])
-	b = c[:]
-	if binary.BigEndian.Uint32(b[cqOffCRC:]) != crc32.Checksum(b[:cqOffCRC], cqCastagnoli) {
+	copy(c[:], b)
+	if binary.BigEndian.Uint32(c[cqOffCRC:]) != crc32.Checksum(b[:cqOffCRC], cqCastagnoli) || !bytes.Equal(b, c[:]) {
 		return false
 	}
 	be := binary.BigEndian
-	e.Pos = int64(be.Uint64(b[cqOffPos:]))
-	e.BaseOffset = int64(be.Uint64(b[cqOffBase:]))
-	e.MaxTimestampSoFar = int64(be.Uint64(b[cqOffMaxTime:]))
-	e.Size = int32(be.Uint32(b[cqOffSize:]))
-	e.LastOffsetDelta = int32(be.Uint32(b[cqOffDelta:]))
-	e.Attributes = int16(be.Uint16(b[cqOffAttrs:]))
+	e.Pos = int64(be.Uint64(c[cqOffPos:]))
+	e.BaseOffset = int64(be.Uint64(c[cqOffBase:]))
+	e.MaxTimestampSoFar = int64(be.Uint64(c[cqOffMaxTime:]))
+	e.Size = int32(be.Uint32(c[cqOffSize:]))
+	e.LastOffsetDelta = int32(be.Uint32(c[cqOffDelta:]))
+	e.Attributes = int16(be.Uint16(c[cqOffAttrs:]))
 	return cqSane(e)
 }
 
