@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -272,6 +273,12 @@ func adminError(c *conn, what string, err error) (int16, *string) {
 		return ke.Code, nil
 	}
 	code := errorCode(err)
-	c.lg.Error(what+" failed", zap.Error(err))
+	if errors.Is(err, syscall.ENOSPC) {
+		// A full disk is the machine's state, not a broker fault: a
+		// warning, as for the produce requests it refuses.
+		c.lg.Warn(what+" failed: disk full", zap.Error(err))
+	} else {
+		c.lg.Error(what+" failed", zap.Error(err))
+	}
 	return code, errorMessage(err)
 }
