@@ -20,8 +20,9 @@ const (
 	// and map the page (ext4's large folios map many pages per fault), but
 	// it leaves the contents alone, so a file is handed to the appender
 	// while its warm-up still runs: a roll never waits for it. The default:
-	// on Linux 6.18 with ext4 it costs a third of WarmPopulate's CPU per
-	// GB (docs/BENCHMARKS.md, "Warm-up").
+	// alone it costs what WarmPopulate does, but beside a running broker
+	// it measured cheaper (docs/BENCHMARKS.md, "Warm-up of mapped
+	// appends").
 	WarmFault WarmMode = iota
 	// WarmPopulate pre-faults the whole file with one
 	// madvise(MADV_POPULATE_WRITE) per chunk (Linux 5.14+), also

@@ -1,7 +1,6 @@
 package log
 
 import (
-	"encoding/binary"
 	"fmt"
 	"unsafe"
 
@@ -13,12 +12,14 @@ import (
 // the caller's bytes. The caller holds putMu (the scratch buffer is the
 // log's).
 func (l *CommitLog) pwriteEntry(m *MappedFile, w int64, crc uint32, key, payload []byte, size int64) error {
-	h := l.scratch[:l.headerLen]
-	binary.BigEndian.PutUint32(h[0:], uint32(size))
-	binary.BigEndian.PutUint32(h[4:], EntryMagic)
-	binary.BigEndian.PutUint32(h[8:], crc)
-	copy(h[entryFixedSize:], key)
-	return pwriteFull(m, w, h, payload)
+	n := putHeader(l.scratch[:], size, crc, key)
+	return pwriteFull(m, w, l.scratch[:n], payload)
+}
+
+// pwrites reports whether appends to m go in with pwritev: in AppendPwrite
+// mode, unless m has a transient-pool buffer (which appends fill instead).
+func (l *CommitLog) pwrites(m *MappedFile) bool {
+	return l.cfg.Append == AppendPwrite && m.writeBuf == nil
 }
 
 // pwriteFull writes a then b at off, retrying short writes and EINTR.

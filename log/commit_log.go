@@ -188,7 +188,7 @@ func (l *CommitLog) appendLocked(crc uint32, key, payload []byte, size int64) (A
 		}
 		if left >= minBlank {
 			var err error
-			if l.cfg.Append == AppendPwrite && m.writeBuf == nil {
+			if l.pwrites(m) {
 				var blank [minBlank]byte
 				putBlank(blank[:], int(left))
 				err = pwriteFull(m, w, blank[:], nil)
@@ -202,7 +202,7 @@ func (l *CommitLog) appendLocked(crc uint32, key, payload []byte, size int64) (A
 		m.advanceWrote(left)
 		m, w = next, 0
 	}
-	if l.cfg.Append == AppendPwrite && m.writeBuf == nil {
+	if l.pwrites(m) {
 		if err := l.pwriteEntry(m, w, crc, key, payload, size); err != nil {
 			return AppendResult{}, l.stick("append", err)
 		}

@@ -49,11 +49,17 @@ func entryChecksum(key, payload []byte) uint32 {
 
 // putEntry writes a whole entry into dst, which is exactly its size.
 func putEntry(dst []byte, crc uint32, key, payload []byte) {
-	binary.BigEndian.PutUint32(dst[0:], uint32(len(dst)))
+	n := putHeader(dst, int64(len(dst)), crc, key)
+	copy(dst[n:], payload)
+}
+
+// putHeader writes the header and key of an entry of size bytes into dst
+// and returns how many bytes that took (where the payload goes).
+func putHeader(dst []byte, size int64, crc uint32, key []byte) int {
+	binary.BigEndian.PutUint32(dst[0:], uint32(size))
 	binary.BigEndian.PutUint32(dst[4:], EntryMagic)
 	binary.BigEndian.PutUint32(dst[8:], crc)
-	n := copy(dst[entryFixedSize:], key)
-	copy(dst[entryFixedSize+n:], payload)
+	return entryFixedSize + copy(dst[entryFixedSize:], key)
 }
 
 // putBlank writes the filler header into dst (len(dst) ≥ minBlank), whose
