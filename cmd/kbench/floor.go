@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/partition/batch"
 	"github.com/kbroker/kbroker/protocol"
 )
 
@@ -277,14 +277,14 @@ func (s *floorServer) store(topic string, partition int32, records []byte, rp *k
 	}
 	tp := floorPartition{topic, partition}
 	rp.BaseOffset = s.next[tp]
-	for b := records; len(b) >= 27; {
-		size := int64(binary.BigEndian.Uint32(b[8:12])) + 12
-		if size < 27 || size > int64(len(b)) {
+	for b := records; len(b) > 0; {
+		h, err := batch.ParseHeader(b)
+		if err != nil || h.Size() < batch.HeaderSize || h.Size() > len(b) {
 			rp.ErrorCode = kerr.CorruptMessage.Code
 			return nil
 		}
-		s.next[tp] += int64(int32(binary.BigEndian.Uint32(b[23:27]))) + 1
-		b = b[size:]
+		s.next[tp] += int64(h.LastOffsetDelta) + 1
+		b = b[h.Size():]
 	}
 	if s.dir == "" {
 		return nil
