@@ -183,7 +183,7 @@ func destroyPast(t *testing.T, dir string, keep func(from, size int64) int64, ga
 	return bytes, files
 }
 
-// plCQEntrySize is partition.CQEntrySize: the consume-queue entry is
+// plCQEntrySize is consumequeue.EntrySize: the consume-queue entry is
 // decoded here from its documented layout rather than with the package's
 // own code, which is under test.
 const plCQEntrySize = 40

@@ -70,7 +70,10 @@
 // fail with the same *WriteError (sticky: after a failed fsync the page
 // cache cannot be trusted). A full disk when allocating a file is an
 // ordinary error and the allocation is retried by the next append. Faults on
-// the mapping (SIGBUS) are turned into ErrFault, never a crash.
+// the mapping (SIGBUS) are turned into ErrFault, never a crash: the
+// conversion (debug.SetPanicOnFault and its recover) lives only in this
+// package (fault.go), and code outside it reads a mapping only through
+// MappedFile.View, which holds the file, guards the read and releases it.
 //
 // # Concurrency and lock order
 //

@@ -72,6 +72,25 @@ func (m *MappedFile) Close() { m.retire() }
 // ctx ends; the caller must have stopped appending to it.
 func (m *MappedFile) Destroy(ctx context.Context) error { return m.destroy(ctx) }
 
+// View is how code outside this package reads a mapping: it holds the
+// file, runs fn on the readable bytes [0, ReadPosition) with memory faults
+// turned into ErrFault, and releases the file, all in one call. held is
+// false, and fn does not run, when the file is already gone (retired and
+// released by every holder); a reader then starts over on a fresh file
+// list. fn must not keep b or any slice of it: the mapping may be unmapped
+// once View returns. The bytes are those readable when View began; a
+// concurrent owner may still rewrite them (a truncation zeroing a tail),
+// so fn must verify what it decodes. View allocates nothing when fn does
+// not escape.
+func (m *MappedFile) View(fn func(b []byte)) (held bool, err error) {
+	if !m.Hold() {
+		return false, nil
+	}
+	defer m.Release()
+	n := m.ReadPosition()
+	return true, guardFault(func() { fn(m.data[:n:n]) })
+}
+
 // CopyTo copies len(dst) readable bytes at file offset off into dst; a
 // fault on the mapping becomes ErrFault. The caller holds the file. The
 // fetch path uses it for ranges too small to be worth a sendfile call.

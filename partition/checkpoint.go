@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	klog "github.com/kbroker/kbroker/log"
 	"hash/crc32"
 	"os"
 	"path/filepath"
+
+	klog "github.com/kbroker/kbroker/log"
 )
 
 // checkpointName is the partitions' checkpoint in the metadata directory.

@@ -2,7 +2,9 @@
 // commit log: topics' partitions, their consume queues, offsets, high
 // watermarks, idempotent and transactional producers, last stable offsets
 // and aborted-transaction indexes, retention, and the flush-mode wiring
-// that decides when appended data becomes durable and visible.
+// that decides when appended data becomes durable and visible. Each
+// partition's consume queue (its index into the commit log) is package
+// consumequeue; this package gives the entries their Kafka meaning.
 //
 // # Write path
 //
@@ -48,6 +50,7 @@
 // # Lock order
 //
 //	Store.topicsMu → Partition.mu → (log.CommitLog put lock) → Partition.vis → Store.vis
+//	Partition.mu → consumequeue.Queue's locks (leaves: the queue calls only into log)
 //	Store.checkpointMu → Partition.mu
 //	Partition.mu → Partition.stable, Partition.mu → Partition.aborted (leaves)
 //

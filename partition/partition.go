@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/consumequeue"
 	"github.com/kbroker/kbroker/partition/batch"
 )
 
@@ -55,7 +56,7 @@ type Partition struct {
 	index int32
 	key   [KeySize]byte
 	dir   string
-	cq    *ConsumeQueue
+	cq    *consumequeue.Queue
 
 	cfg atomic.Pointer[TopicConfig]
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/consumequeue"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition/batch"
 )
@@ -86,7 +87,7 @@ func (p *Partition) read(offset int64, maxBytes int64, firstBatchAlways, committ
 		return res, dst, fmt.Errorf("partition: read %s-%d at %d (log %d..%d): %w",
 			p.topic, p.index, offset, res.LogStartOffset, p.logEnd.Load(), kerr.OffsetOutOfRange)
 	}
-	var buf [16]CQEntry
+	var buf [16]consumequeue.Entry
 	for offset < end {
 		entries := p.cq.Read(offset, end, len(buf), buf[:0])
 		if len(entries) == 0 {
@@ -179,7 +180,7 @@ func (p *Partition) maxTimestampOffset(hw int64) (int64, int64, error) {
 	best, bestBase := int64(-1), int64(-1)
 	var hdr [batch.HeaderSize]byte
 	var err error
-	p.eachEntry(start, hw, func(e CQEntry) bool {
+	p.eachEntry(start, hw, func(e consumequeue.Entry) bool {
 		var batchMax int64
 		if batchMax, err = p.batchMaxTimestamp(e, start, hdr[:]); err != nil {
 			return false
@@ -207,7 +208,7 @@ func (p *Partition) maxTimestampOffset(hw int64) (int64, int64, error) {
 // batchMaxTimestamp is the largest timestamp of e's records at or after
 // offset start: the header's MaxTimestamp, unless DeleteRecords cut the
 // batch, whose records must then be read.
-func (p *Partition) batchMaxTimestamp(e CQEntry, start int64, hdr []byte) (int64, error) {
+func (p *Partition) batchMaxTimestamp(e consumequeue.Entry, start int64, hdr []byte) (int64, error) {
 	if e.BaseOffset >= start {
 		if err := p.store.clog.CopyAt(hdr, e.Pos); err != nil {
 			return -1, storageError(fmt.Sprintf("list offsets %s-%d", p.topic, p.index), err)
@@ -238,8 +239,8 @@ func (p *Partition) batchMaxTimestamp(e CQEntry, start int64, hdr []byte) (int64
 // eachEntry calls fn for each consume-queue entry from the one holding
 // offset up to end (exclusive), until fn returns false. It serves the rare
 // paths (ListOffsets, retention); Read has its own allocation-free loop.
-func (p *Partition) eachEntry(offset, end int64, fn func(CQEntry) bool) {
-	var buf [64]CQEntry
+func (p *Partition) eachEntry(offset, end int64, fn func(consumequeue.Entry) bool) {
+	var buf [64]consumequeue.Entry
 	for offset < end {
 		es := p.cq.Read(offset, end, len(buf), buf[:0])
 		if len(es) == 0 {
@@ -259,7 +260,7 @@ func (p *Partition) eachEntry(offset, end int64, fn func(CQEntry) bool) {
 // and may allocate.
 func (p *Partition) eachBatch(offset, hw int64, fn func(b []byte) bool) error {
 	var err error
-	p.eachEntry(offset, hw, func(e CQEntry) bool {
+	p.eachEntry(offset, hw, func(e consumequeue.Entry) bool {
 		b := make([]byte, e.Size)
 		if err = p.store.clog.CopyAt(b, e.Pos); err != nil {
 			err = storageError(fmt.Sprintf("list offsets %s-%d", p.topic, p.index), err)
@@ -299,7 +300,7 @@ func firstRecordAtOrAfter(b []byte, start, ts int64) (int64, int64, bool) {
 func (p *Partition) EachBatch(from int64, fn func(b []byte) bool) error {
 	var buf []byte
 	var err error
-	p.eachEntry(max(from, p.logStart.Load()), p.highWatermark.Load(), func(e CQEntry) bool {
+	p.eachEntry(max(from, p.logStart.Load()), p.highWatermark.Load(), func(e consumequeue.Entry) bool {
 		if cap(buf) < int(e.Size) {
 			buf = make([]byte, e.Size)
 		}

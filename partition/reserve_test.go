@@ -4,73 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/log"
 )
-
-// TestConsumeQueueReserve: Reserve creates the next file only when the
-// next Append would start one, without listing it; that Append takes it;
-// a reservation for another base offset is replaced; Close removes an
-// unused one, and the queue reopens as it was.
-func TestConsumeQueueReserve(t *testing.T) {
-	dir := t.TempDir()
-	q := cqOpen(t, dir, 2)
-	bs := cqTestBatches(5)
-	cqAppend(t, q, bs[0])
-	if err := q.Reserve(bs[1].base); err != nil {
-		t.Fatal(err)
-	}
-	if got := cqFileNames(t, dir); !slices.Equal(got, []int64{bs[0].base}) {
-		t.Fatalf("files %v after a Reserve with room left: want only the first", got)
-	}
-	cqAppend(t, q, bs[1])
-
-	// The file is full: Reserve creates the next one, unlisted.
-	if err := q.Reserve(bs[2].base); err != nil {
-		t.Fatal(err)
-	}
-	if got := cqFileNames(t, dir); !slices.Equal(got, []int64{bs[0].base, bs[2].base}) {
-		t.Fatalf("files %v after Reserve(%d)", got, bs[2].base)
-	}
-	cqCheck(t, q, cqWant(bs[:2]))
-	if err := q.Reserve(bs[2].base); err != nil { // again: nothing new
-		t.Fatal(err)
-	}
-	cqAppend(t, q, bs[2])
-	cqCheck(t, q, cqWant(bs[:3]))
-
-	// A reservation for another offset is dropped when the Append that
-	// comes is a different one.
-	cqAppend(t, q, bs[3])
-	if err := q.Reserve(bs[4].base + 100); err != nil {
-		t.Fatal(err)
-	}
-	cqAppend(t, q, bs[4])
-	if got := cqFileNames(t, dir); !slices.Equal(got, []int64{bs[0].base, bs[2].base, bs[4].base}) {
-		t.Fatalf("files %v: the stale reservation must be gone", got)
-	}
-	cqCheck(t, q, cqWant(bs))
-
-	// Close removes an unused reservation.
-	next := bs[4].base + int64(bs[4].delta) + 1
-	cqAppend(t, q, cqBatch{pos: 1 << 20, size: 61, base: next, ts: 5000})
-	if err := q.Reserve(next + 1); err != nil {
-		t.Fatal(err)
-	}
-	want := cqAll(q)
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := cqFileNames(t, dir); slices.Contains(got, next+1) {
-		t.Fatalf("files %v: Close left the reserved file %d", got, next+1)
-	}
-	q2 := cqOpen(t, dir, 2)
-	cqCheck(t, q2, want)
-}
 
 // TestAppendRefusedByConsumeQueueFile: when the consume queue cannot
 // create its next file (a full disk; here a directory in the way), the

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/consumequeue"
 )
 
 // DeleteRecords moves the log start offset to offset (Kafka's DeleteRecords;
@@ -75,12 +77,12 @@ func (p *Partition) retentionStart(nowMs int64) int64 {
 // drop are still at least limit (Kafka's rule, per batch).
 func (p *Partition) bytesStart(start, hw, limit int64) int64 {
 	var total int64
-	p.eachEntry(start, hw, func(e CQEntry) bool {
+	p.eachEntry(start, hw, func(e consumequeue.Entry) bool {
 		total += int64(e.Size)
 		return true
 	})
 	keep := start
-	p.eachEntry(start, hw, func(e CQEntry) bool {
+	p.eachEntry(start, hw, func(e consumequeue.Entry) bool {
 		if total-int64(e.Size) < limit {
 			return false
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
+	"github.com/kbroker/kbroker/consumequeue"
 	"github.com/kbroker/kbroker/flush"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition/batch"
@@ -350,7 +351,7 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 // newPartition opens the consume queue of partition i of t.
 func (s *Store) newPartition(t TopicSpec, i int32) (*Partition, error) {
 	dir := filepath.Join(s.cqRoot, hex.EncodeToString(t.ID[:]), strconv.Itoa(int(i)))
-	cq, err := OpenConsumeQueue(dir, s.cfg.ConsumeQueueEntries)
+	cq, err := consumequeue.Open(dir, s.cfg.ConsumeQueueEntries)
 	if err != nil {
 		return nil, fmt.Errorf("partition: open %s-%d: %w", t.Name, i, err)
 	}

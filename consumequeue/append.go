@@ -1,0 +1,142 @@
+package consumequeue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kbroker/kbroker/log"
+)
+
+// Append adds the entry of a new batch stored at commit-log position pos
+// with size bytes; batchMaxTimestamp is the batch's own MaxTimestamp, from
+// which the queue keeps the running maximum (continuing from the last
+// entry after a reopen). baseOffset must be above the previous entry's last
+// offset (ErrOrder otherwise). A full file rolls to a new one
+// named by baseOffset. Append allocates nothing unless it creates a file.
+//
+// The entry becomes visible to readers only after all its bytes are in the
+// mapping. It is durable after the next Flush.
+func (q *Queue) Append(pos int64, size int32, baseOffset int64, lastOffsetDelta int32, attributes int16, batchMaxTimestamp int64) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return fmt.Errorf("consumequeue: append offset %d to %s: %w", baseOffset, q.dir, ErrClosed)
+	}
+	if err := q.failure(); err != nil {
+		return err
+	}
+	e := Entry{
+		Pos:               pos,
+		BaseOffset:        baseOffset,
+		MaxTimestampSoFar: batchMaxTimestamp,
+		Size:              size,
+		LastOffsetDelta:   lastOffsetDelta,
+		Attributes:        attributes,
+	}
+	if !sane(&e) {
+		return fmt.Errorf("consumequeue: append to %s: invalid entry (position %d, size %d, base offset %d, last offset delta %d)",
+			q.dir, pos, size, baseOffset, lastOffsetDelta)
+	}
+	if q.mu.hasLast {
+		if baseOffset <= q.mu.last.LastOffset() {
+			return fmt.Errorf("consumequeue: append offset %d to %s after last offset %d: %w",
+				baseOffset, q.dir, q.mu.last.LastOffset(), ErrOrder)
+		}
+		e.MaxTimestampSoFar = max(e.MaxTimestampSoFar, q.mu.last.MaxTimestampSoFar)
+	}
+	encode(q.mu.scratch[:], e)
+	fs := *q.files.Load()
+	if n := len(fs); n > 0 && !fs[n-1].mf.IsFull() {
+		if _, err := fs[n-1].mf.AppendBytes(q.mu.scratch[:]); err != nil {
+			return q.fail(fmt.Errorf("consumequeue: append offset %d to %s: %w", baseOffset, fs[n-1].mf.Path(), err))
+		}
+	} else if err := q.rollLocked(fs, e); err != nil {
+		return err
+	}
+	q.mu.last, q.mu.hasLast = e, true
+	return nil
+}
+
+// Reserve makes sure that appending an entry with baseOffset will not need
+// to create a file: when that Append would start a new file, the file is
+// created now (named baseOffset, unlisted until the Append writes its first
+// entry). The partition reserves before it appends a batch to the commit
+// log, so that a full disk refuses the batch before it is in the commit log
+// rather than after, when the batch would be in the log but missing from
+// the queue. A failure is not sticky.
+func (q *Queue) Reserve(baseOffset int64) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return fmt.Errorf("consumequeue: reserve offset %d in %s: %w", baseOffset, q.dir, ErrClosed)
+	}
+	if err := q.failure(); err != nil {
+		return err
+	}
+	fs := *q.files.Load()
+	if n := len(fs); n > 0 && !fs[n-1].mf.IsFull() {
+		return nil
+	}
+	if q.mu.spare != nil {
+		if q.mu.spareFrom == baseOffset {
+			return nil
+		}
+		if err := q.dropSpareLocked(); err != nil {
+			return err
+		}
+	}
+	mf, err := log.CreateMappedFile(q.dir, baseOffset, int64(q.entriesPerFile)*EntrySize)
+	if err != nil {
+		return fmt.Errorf("consumequeue: %s: new file for offset %d: %w", q.dir, baseOffset, err)
+	}
+	q.mu.spare, q.mu.spareFrom = mf, baseOffset
+	return nil
+}
+
+// dropSpareLocked removes the reserved file, which no reader knows of.
+func (q *Queue) dropSpareLocked() error {
+	mf := q.mu.spare
+	if mf == nil {
+		return nil
+	}
+	q.mu.spare = nil
+	if err := mf.Destroy(context.Background()); err != nil {
+		return fmt.Errorf("consumequeue: remove reserved file %s: %w", mf.Path(), err)
+	}
+	return nil
+}
+
+// rollLocked creates the file that starts with e (already encoded in the
+// scratch buffer), or takes the one Reserve made for it, writes e, and only
+// then publishes the file, so readers never see an empty file.
+func (q *Queue) rollLocked(fs []*file, e Entry) error {
+	mf := q.mu.spare
+	if mf != nil && q.mu.spareFrom == e.BaseOffset {
+		q.mu.spare = nil
+	} else {
+		if err := q.dropSpareLocked(); err != nil {
+			return err
+		}
+		var err error
+		mf, err = log.CreateMappedFile(q.dir, e.BaseOffset, int64(q.entriesPerFile)*EntrySize)
+		if err != nil {
+			// Not sticky: a full disk at allocation is retried by the
+			// next append, as for the commit log.
+			return fmt.Errorf("consumequeue: %s: new file for offset %d: %w", q.dir, e.BaseOffset, err)
+		}
+	}
+	if _, err := mf.AppendBytes(q.mu.scratch[:]); err != nil {
+		derr := mf.Destroy(context.Background())
+		return q.fail(fmt.Errorf("consumequeue: append offset %d to %s: %w", e.BaseOffset, mf.Path(), errors.Join(err, derr)))
+	}
+	f := &file{mf: mf, first: e, slots: q.entriesPerFile}
+	if n := len(fs); n > 0 {
+		f.index = fs[n-1].index + int64(fs[n-1].count())
+	}
+	next := make([]*file, len(fs)+1)
+	copy(next, fs)
+	next[len(fs)] = f
+	q.files.Store(&next)
+	return nil
+}
