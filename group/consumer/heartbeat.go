@@ -157,27 +157,86 @@ func newMemberID() string {
 // heartbeatLocked is the regular heartbeat of GroupMetadataManager
 // .consumerGroupHeartbeat. It computes everything first and changes the
 // group only at the end, so that an error leaves the group as it was (as
-// Kafka writes its records only for a successful heartbeat).
+// Kafka writes its records only for a successful heartbeat). The steps
+// fill in one heartbeatPlan, in Kafka's order.
 func (g *group) heartbeatLocked(req *HeartbeatRequest, md Metadata) (HeartbeatResponse, error) {
+	hb, err := g.updatedMemberLocked(req)
+	if err != nil {
+		return HeartbeatResponse{}, err
+	}
+	if err := g.resolveRegexesLocked(hb, md); err != nil {
+		return HeartbeatResponse{}, err
+	}
+	g.groupEpochLocked(hb, md)
+	g.targetLocked(hb, md)
+	if err := g.reconcileLocked(hb, md); err != nil {
+		return HeartbeatResponse{}, err
+	}
+	g.installLocked(hb)
+	return g.heartbeatResponse(hb), nil
+}
+
+// heartbeatPlan is what one heartbeat will change, computed step by step
+// by heartbeatLocked before any of it is installed.
+type heartbeatPlan struct {
+	req *HeartbeatRequest
+	// owned is what the member says it owns (nil: unchanged).
+	owned Assignment
+	// base is the member as it stands; old the installed version it
+	// replaces (nil for a new member); replaced a static member's
+	// previous incarnation that leaves the group for it.
+	base, old, replaced *member
+	// updated is base with what the request changes.
+	updated                    *member
+	namesChanged, regexChanged bool
+	// skip lists the members whose subscriptions no longer count: the
+	// member's installed version and the replaced one.
+	skip []string
+
+	// Regular expressions: the resolution to use, whether it is new
+	// (refreshed, at now) and whether a refresh changed what one matches.
+	resolved                  map[string][]string
+	refreshed, refreshChanged bool
+	regexResolved             bool
+	now                       time.Time
+
+	// The group epoch, bumped (with new topic metadata meta) when bump.
+	epoch int32
+	bump  bool
+	meta  map[string]Topic
+
+	// The member's target: a new target assignment of the whole group
+	// (newTarget, nil when unchanged) or the current one.
+	newTarget   map[string]Assignment
+	targetEpoch int32
+	target      Assignment
+
+	// reconciled is updated moved towards its target.
+	reconciled *member
+}
+
+// updatedMemberLocked checks the group's size, finds or creates the
+// heartbeat's member and applies what the request changes to it.
+func (g *group) updatedMemberLocked(req *HeartbeatRequest) (*heartbeatPlan, error) {
 	cfg := &g.c.cfg
 	if len(g.mu.members) >= cfg.MaxSize && (req.MemberID == "" || g.mu.members[req.MemberID] == nil) {
-		return HeartbeatResponse{}, errorf(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", cfg.MaxSize)
+		return nil, errorf(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", cfg.MaxSize)
 	}
 	memberID := req.MemberID
 	if memberID == "" {
 		memberID = newMemberID()
 	}
-	var owned Assignment
+	hb := &heartbeatPlan{req: req}
 	if req.Topics != nil {
-		owned = assignmentOf(req.Topics)
+		hb.owned = assignmentOf(req.Topics)
 	}
-	base, old, replaced, err := g.memberForHeartbeatLocked(req, memberID, owned)
+	var err error
+	hb.base, hb.old, hb.replaced, err = g.memberForHeartbeatLocked(req, memberID, hb.owned)
 	if err != nil {
-		return HeartbeatResponse{}, err
+		return nil, err
 	}
 
-	// 1. The member with what the request changes.
-	updated := base.clone()
+	updated := hb.base.clone()
 	if req.InstanceID != nil {
 		updated.instanceID = *req.InstanceID
 	}
@@ -197,116 +256,131 @@ func (g *group) heartbeatLocked(req *HeartbeatRequest, md Metadata) (HeartbeatRe
 		updated.regex = *req.SubscribedTopicRegex
 	}
 	updated.clientID, updated.clientHost = req.ClientID, req.ClientHost
-	namesChanged := !slices.Equal(base.topicNames, updated.topicNames)
-	regexChanged := base.regex != updated.regex
+	hb.updated = updated
+	hb.namesChanged = !slices.Equal(hb.base.topicNames, updated.topicNames)
+	hb.regexChanged = hb.base.regex != updated.regex
 
-	skip := []string{updated.id}
-	if replaced != nil {
-		skip = append(skip, replaced.id)
+	hb.skip = []string{updated.id}
+	if hb.replaced != nil {
+		hb.skip = append(hb.skip, hb.replaced.id)
 	}
+	return hb, nil
+}
 
-	// Regular expressions (maybeUpdateRegularExpressions), resolved here
-	// and now instead of by a background task: a new one at once, all of
-	// them again when the last resolution is older than 10 s.
-	resolved := g.mu.resolved
-	refreshed, refreshChanged := false, false
-	newRegex := regexChanged && updated.regex != "" && g.mu.regexes[updated.regex] == 0
+// resolveRegexesLocked resolves the group's regular expressions
+// (maybeUpdateRegularExpressions) here and now instead of by a background
+// task: a new one at once, all of them again when the last resolution is
+// older than regexRefreshMinInterval.
+func (g *group) resolveRegexesLocked(hb *heartbeatPlan, md Metadata) error {
+	updated := hb.updated
+	hb.resolved = g.mu.resolved
+	newRegex := hb.regexChanged && updated.regex != "" && g.mu.regexes[updated.regex] == 0
 	if newRegex {
 		if _, err := compileRegex(updated.regex); err != nil {
-			return HeartbeatResponse{}, invalidRegex(updated.regex, err)
+			return invalidRegex(updated.regex, err)
 		}
 	}
-	now := time.Now()
+	hb.now = time.Now()
 	var regexes map[string]bool
 	if len(g.mu.regexes) > 0 || updated.regex != "" {
-		regexes = g.subscribedRegexesLocked(skip, updated)
+		regexes = g.subscribedRegexesLocked(hb.skip, updated)
 	}
-	if len(regexes) > 0 && (newRegex || now.Sub(g.mu.lastRefresh) >= regexRefreshMinInterval) {
+	if len(regexes) > 0 && (newRegex || hb.now.Sub(g.mu.lastRefresh) >= regexRefreshMinInterval) {
 		fresh := resolveRegexes(slices.Sorted(maps.Keys(regexes)), md)
 		for re, topics := range fresh {
-			if prev, ok := resolved[re]; ok && !slices.Equal(prev, topics) {
-				refreshChanged = true
+			if prev, ok := hb.resolved[re]; ok && !slices.Equal(prev, topics) {
+				hb.refreshChanged = true
 			}
 		}
-		resolved, refreshed = fresh, true
+		hb.resolved, hb.refreshed = fresh, true
 	}
-	_, regexResolved := resolved[updated.regex]
-	regexResolved = regexChanged && updated.regex != "" && regexResolved
+	_, resolved := hb.resolved[updated.regex]
+	hb.regexResolved = hb.regexChanged && updated.regex != "" && resolved
+	return nil
+}
 
-	// Bump the group epoch when the group is new, the subscription
-	// changed (to a resolved regular expression), a regular expression
-	// now matches other topics, or the subscribed topics' metadata
-	// changed.
-	epoch := g.mu.epoch
-	bump := epoch == 0 || namesChanged || regexResolved || refreshChanged
-	var meta map[string]Topic
-	if bump || namesChanged || regexChanged || refreshed || replaced != nil || !g.metadataCurrentLocked(md) {
-		meta = metadataOf(g.subscribedNamesLocked(resolved, skip, updated), md)
-		if !maps.Equal(meta, g.mu.meta) {
-			bump = true
+// groupEpochLocked bumps the group epoch when the group is new, the
+// subscription changed (to a resolved regular expression), a regular
+// expression now matches other topics, or the subscribed topics'
+// metadata changed.
+func (g *group) groupEpochLocked(hb *heartbeatPlan, md Metadata) {
+	hb.epoch = g.mu.epoch
+	hb.bump = hb.epoch == 0 || hb.namesChanged || hb.regexResolved || hb.refreshChanged
+	if hb.bump || hb.namesChanged || hb.regexChanged || hb.refreshed || hb.replaced != nil || !g.metadataCurrentLocked(md) {
+		hb.meta = metadataOf(g.subscribedNamesLocked(hb.resolved, hb.skip, hb.updated), md)
+		if !maps.Equal(hb.meta, g.mu.meta) {
+			hb.bump = true
 		}
 	}
-	if bump {
-		epoch++
+	if hb.bump {
+		hb.epoch++
 	}
+}
 
-	// 2. A new target assignment when the group epoch is ahead of it.
-	var newTarget map[string]Assignment
-	targetEpoch := g.mu.assignmentEpoch
-	var target Assignment
-	if epoch > g.mu.assignmentEpoch {
+// targetLocked computes a new target assignment when the group epoch is
+// ahead of it, and picks the member's target.
+func (g *group) targetLocked(hb *heartbeatPlan, md Metadata) {
+	hb.targetEpoch = g.mu.assignmentEpoch
+	if hb.epoch > g.mu.assignmentEpoch {
 		removed := ""
-		if replaced != nil {
-			removed = replaced.id
+		if hb.replaced != nil {
+			removed = hb.replaced.id
 		}
-		newTarget = g.computeTargetLocked(updated, removed, resolved, md)
-		targetEpoch = epoch
-		target = newTarget[updated.id]
+		hb.newTarget = g.computeTargetLocked(hb.updated, removed, hb.resolved, md)
+		hb.targetEpoch = hb.epoch
+		hb.target = hb.newTarget[hb.updated.id]
 	} else {
 		var ok bool
-		if target, ok = g.mu.target[updated.id]; !ok && replaced != nil {
-			target = g.mu.target[replaced.id]
+		if hb.target, ok = g.mu.target[hb.updated.id]; !ok && hb.replaced != nil {
+			hb.target = g.mu.target[hb.replaced.id]
 		}
 	}
-	if target == nil {
-		target = Assignment{}
+	if hb.target == nil {
+		hb.target = Assignment{}
 	}
+}
 
-	// 3. Reconcile the member towards its target (maybeReconcile).
-	subscriptionChanged := namesChanged || regexChanged
-	reconciled := updated
-	if subscriptionChanged || !updated.reconciledTo(targetEpoch) {
+// reconcileLocked moves the member towards its target (maybeReconcile).
+func (g *group) reconcileLocked(hb *heartbeatPlan, md Metadata) error {
+	subscriptionChanged := hb.namesChanged || hb.regexChanged
+	hb.reconciled = hb.updated
+	if subscriptionChanged || !hb.updated.reconciledTo(hb.targetEpoch) {
 		r := reconciler{
-			g: g, m: updated, targetEpoch: targetEpoch, target: target,
+			g: g, m: hb.updated, targetEpoch: hb.targetEpoch, target: hb.target,
 			subscriptionChanged: subscriptionChanged,
-			subscribed:          subscribedTopicIDs(updated, resolved, md, nil),
-			owned:               owned,
+			subscribed:          subscribedTopicIDs(hb.updated, hb.resolved, md, nil),
+			owned:               hb.owned,
 		}
-		if reconciled, err = r.build(); err != nil {
-			return HeartbeatResponse{}, err
+		var err error
+		if hb.reconciled, err = r.build(); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
-	// Install it all.
-	if refreshed {
-		g.mu.resolved = resolved
-		g.mu.lastRefresh = now
+// installLocked changes the group as the plan says; nothing in it fails.
+func (g *group) installLocked(hb *heartbeatPlan) {
+	if hb.refreshed {
+		g.mu.resolved = hb.resolved
+		g.mu.lastRefresh = hb.now
 	}
-	if bump {
-		g.mu.epoch = epoch
-		g.mu.meta = meta
+	if hb.bump {
+		g.mu.epoch = hb.epoch
+		g.mu.meta = hb.meta
 	}
-	if newTarget != nil {
-		g.mu.target = newTarget
-		g.mu.assignmentEpoch = epoch
-	} else if replaced != nil {
-		g.mu.target[updated.id] = target
+	if hb.newTarget != nil {
+		g.mu.target = hb.newTarget
+		g.mu.assignmentEpoch = hb.epoch
+	} else if hb.replaced != nil {
+		g.mu.target[hb.updated.id] = hb.target
 	}
-	if replaced != nil {
-		g.removeMemberLocked(replaced)
+	if hb.replaced != nil {
+		g.removeMemberLocked(hb.replaced)
 	}
-	g.updateMemberLocked(old, reconciled)
-	if !reconciled.sameAs(updated) {
+	reconciled := hb.reconciled
+	g.updateMemberLocked(hb.old, reconciled)
+	if !reconciled.sameAs(hb.updated) {
 		if reconciled.state == MemberUnrevokedPartitions {
 			g.scheduleRebalanceTimerLocked(reconciled)
 		} else {
@@ -315,21 +389,24 @@ func (g *group) heartbeatLocked(req *HeartbeatRequest, md Metadata) (HeartbeatRe
 	}
 	g.scheduleSessionTimerLocked(reconciled)
 	g.updateStateLocked()
+}
 
+// heartbeatResponse answers the heartbeat. The assignment goes out on a
+// join, to a full request (one with every field that a join needs, which
+// a member sends after an error) and when it changed.
+func (g *group) heartbeatResponse(hb *heartbeatPlan) HeartbeatResponse {
+	req, reconciled := hb.req, hb.reconciled
 	resp := HeartbeatResponse{
 		MemberID:          reconciled.id,
 		MemberEpoch:       reconciled.epoch,
-		HeartbeatInterval: cfg.HeartbeatInterval,
+		HeartbeatInterval: g.c.cfg.HeartbeatInterval,
 	}
-	// The assignment goes out on a join, to a full request (one with
-	// every field that a join needs, which a member sends after an error)
-	// and when it changed.
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
-	if req.MemberEpoch == JoinEpoch || full || !base.assigned.equal(reconciled.assigned) {
+	if req.MemberEpoch == JoinEpoch || full || !hb.base.assigned.equal(reconciled.assigned) {
 		resp.HasAssignment = true
 		resp.Assignment = reconciled.assigned.list()
 	}
-	return resp, nil
+	return resp
 }
 
 // memberForHeartbeatLocked finds or creates the heartbeat's member
