@@ -33,7 +33,7 @@ type Broker struct {
 
 	topics   *topic.Registry
 	store    *partition.Store
-	pids     *producerIDManager
+	pids     *partition.ProducerIDs
 	sessions *fetchSessions
 	groups   *group.Coordinator
 	// offsets is the committed-offsets store, opened at start-up or when
@@ -107,7 +107,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open topics: %w", err)
 	}
 	b.topics = reg
-	if b.pids, err = openProducerIDs(filepath.Join(cfg.DataDir, "metadata")); err != nil {
+	if b.pids, err = partition.OpenProducerIDs(filepath.Join(cfg.DataDir, "metadata")); err != nil {
 		return nil, fmt.Errorf("broker: open producer ids: %w", err)
 	}
 	mode, _ := cfg.flushMode()

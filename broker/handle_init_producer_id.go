@@ -12,7 +12,7 @@ package broker
 // producers the epoch bump of KIP-360 happens in the client, which asks the
 // broker only for a new id (when the epoch would overflow or the client
 // resets). As in KafkaApis, a request that sets only one of ProducerID and
-// ProducerEpoch is INVALID_REQUEST. Ids come from producer_ids.go: blocks of
+// ProducerEpoch is INVALID_REQUEST. Ids come from partition.ProducerIDs: blocks of
 // 1000, persisted before use, so they never repeat across restarts.
 //
 // A transactional id goes to the transaction coordinator (txn/): a new id
@@ -43,7 +43,7 @@ func (b *Broker) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) 
 	case req.TransactionalID != nil:
 		return b.initTransactionalProducer(req, resp)
 	}
-	id, err := b.pids.next()
+	id, err := b.pids.Next()
 	if err != nil {
 		b.lg.Error("allocate producer id", zap.Error(err))
 		resp.ErrorCode = errorCode(err)

@@ -1,13 +1,13 @@
 package broker
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/kbroker/kbroker/partition"
 )
 
 func initProducerIDReq(version int16, txnID *string, pid int64, epoch int16) *kmsg.InitProducerIDRequest {
@@ -31,7 +31,7 @@ func TestInitProducerIDIncreasesAcrossRestarts(t *testing.T) {
 		w := dialWire(t, ip)
 		n := 3
 		if run == 1 {
-			n = producerIDBlockSize + 5
+			n = partition.ProducerIDBlockSize + 5
 		}
 		for i := range n {
 			resp := w.do(initProducerIDReq(int16(i%6), nil, -1, -1)).(*kmsg.InitProducerIDResponse)
@@ -84,39 +84,5 @@ func TestInitProducerIDRequests(t *testing.T) {
 				t.Fatalf("got id %d epoch %d with an error", resp.ProducerID, resp.ProducerEpoch)
 			}
 		})
-	}
-}
-
-// TestInitProducerIDManagerFile: the block bound is persisted before ids
-// from it are used, and a damaged file is refused rather than guessed at.
-func TestInitProducerIDManagerFile(t *testing.T) {
-	dir := t.TempDir()
-	m, err := openProducerIDs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for want := int64(0); want < 1500; want++ {
-		if id, err := m.next(); err != nil || id != want {
-			t.Fatalf("got %d, %v, want %d", id, err, want)
-		}
-	}
-	m, err = openProducerIDs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if id, err := m.next(); err != nil || id != 2000 {
-		t.Fatalf("after reopen got %d, %v, want 2000", id, err)
-	}
-	path := filepath.Join(dir, producerIDsFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 1
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := openProducerIDs(dir); err == nil {
-		t.Fatal("damaged file accepted")
 	}
 }

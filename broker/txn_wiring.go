@@ -41,7 +41,7 @@ func (b *Broker) transactions(create bool) (*txn.Coordinator, error) {
 		IDExpiration:       b.cfg.TransactionalIDExpiration,
 		SnapshotInterval:   b.cfg.OffsetsSnapshotInterval,
 	}, b.store, parts, txn.Deps{
-		NextProducerID: b.pids.next,
+		NextProducerID: b.pids.Next,
 		WriteMarkers:   b.writeMarkers,
 		GroupPartition: b.groupPartition,
 	}, b.lg)

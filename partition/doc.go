@@ -4,7 +4,9 @@
 // and aborted-transaction indexes, retention, and the flush-mode wiring
 // that decides when appended data becomes durable and visible. Each
 // partition's consume queue (its index into the commit log) is package
-// consumequeue; this package gives the entries their Kafka meaning.
+// consumequeue; this package gives the entries their Kafka meaning. The
+// broker's producer ids are allocated here too (ProducerIDs), persisted in
+// blocks beside the partitions' checkpoint.
 //
 // # Write path
 //

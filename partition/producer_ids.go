@@ -1,7 +1,7 @@
-package broker
+package partition
 
 // Producer id allocation for InitProducerId, after Kafka's ProducerIdManager:
-// ids are handed out from blocks of producerIDBlockSize, and the end of the
+// ids are handed out from blocks of ProducerIDBlockSize, and the end of the
 // current block is persisted before any id in it is handed out, so an id is
 // never given twice, not even across a crash. A restart skips what was left
 // of the block it crashed in (Kafka loses the rest of a block the same way).
@@ -13,7 +13,10 @@ package broker
 // where every id below N may have been handed out and C is the CRC-32C of
 // the same JSON with crc 0 (the form of the partitions checkpoint). It is
 // written atomically: a temporary file, fsynced, renamed over the old one,
-// then the directory fsynced.
+// then the directory fsynced (log.WriteFileAtomic). It lives here, beside
+// the partitions' checkpoint in the same directory, because it is storage:
+// the broker's InitProducerId handler and the transaction coordinator only
+// ask it for ids.
 
 import (
 	"encoding/json"
@@ -30,17 +33,18 @@ import (
 )
 
 const (
-	// producerIDBlockSize is how many ids one persisted block covers
+	// ProducerIDBlockSize is how many ids one persisted block covers
 	// (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE).
-	producerIDBlockSize = 1000
+	ProducerIDBlockSize = 1000
 	producerIDsFile     = "producer_ids"
 	producerIDsVersion  = 1
 )
 
 var producerIDsCRC = crc32.MakeTable(crc32.Castagnoli)
 
-// producerIDManager hands out producer ids for InitProducerId.
-type producerIDManager struct {
+// ProducerIDs hands out the broker's producer ids for InitProducerId
+// (Kafka's ProducerIdManager). It is safe for concurrent use.
+type ProducerIDs struct {
 	dir string
 
 	mu struct {
@@ -66,14 +70,14 @@ func (s producerIDsState) checksum() uint32 {
 	return crc32.Checksum(b, producerIDsCRC)
 }
 
-// openProducerIDs loads the persisted block bound from dir (created if
+// OpenProducerIDs loads the persisted block bound from dir (created if
 // needed). A missing file starts at id 0; a damaged one is an error, since
 // guessing could hand out an id twice.
-func openProducerIDs(dir string) (*producerIDManager, error) {
+func OpenProducerIDs(dir string) (*ProducerIDs, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("broker: producer ids: %w", err)
+		return nil, fmt.Errorf("partition: producer ids: %w", err)
 	}
-	m := &producerIDManager{dir: dir}
+	m := &ProducerIDs{dir: dir}
 	path := filepath.Join(dir, producerIDsFile)
 	_ = os.Remove(path + ".tmp") // a write that a crash interrupted
 	b, err := os.ReadFile(path)
@@ -81,35 +85,35 @@ func openProducerIDs(dir string) (*producerIDManager, error) {
 	case errors.Is(err, os.ErrNotExist):
 		return m, nil
 	case err != nil:
-		return nil, fmt.Errorf("broker: producer ids: %w", err)
+		return nil, fmt.Errorf("partition: producer ids: %w", err)
 	}
 	var s producerIDsState
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("broker: producer ids file %s is damaged: %w", path, err)
+		return nil, fmt.Errorf("partition: producer ids file %s is damaged: %w", path, err)
 	}
 	if s.Version != producerIDsVersion {
-		return nil, fmt.Errorf("broker: producer ids file %s has version %d, want %d", path, s.Version, producerIDsVersion)
+		return nil, fmt.Errorf("partition: producer ids file %s has version %d, want %d", path, s.Version, producerIDsVersion)
 	}
 	if s.CRC != s.checksum() || s.NextBlockStart < 0 {
-		return nil, fmt.Errorf("broker: producer ids file %s is damaged: checksum mismatch", path)
+		return nil, fmt.Errorf("partition: producer ids file %s is damaged: checksum mismatch", path)
 	}
 	m.mu.next, m.mu.blockEnd = s.NextBlockStart, s.NextBlockStart
 	return m, nil
 }
 
-// next returns a producer id never handed out before. When the current
+// Next returns a producer id never handed out before. When the current
 // block is used up it persists the next one first; a failed write hands out
 // nothing and is retried by the next call. Errors wrap KAFKA_STORAGE_ERROR.
-func (m *producerIDManager) next() (int64, error) {
+func (m *ProducerIDs) Next() (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.next >= m.mu.blockEnd {
-		end := m.mu.next + producerIDBlockSize
+		end := m.mu.next + ProducerIDBlockSize
 		if end < m.mu.next {
-			return -1, fmt.Errorf("broker: producer ids exhausted: %w", kerr.KafkaStorageError)
+			return -1, fmt.Errorf("partition: producer ids exhausted: %w", kerr.KafkaStorageError)
 		}
 		if err := m.persist(end); err != nil {
-			return -1, fmt.Errorf("broker: persist producer id block: %w: %w", kerr.KafkaStorageError, err)
+			return -1, fmt.Errorf("partition: persist producer id block: %w: %w", kerr.KafkaStorageError, err)
 		}
 		m.mu.blockEnd = end
 	}
@@ -119,7 +123,7 @@ func (m *producerIDManager) next() (int64, error) {
 }
 
 // persist writes end as the new block bound, atomically and durably.
-func (m *producerIDManager) persist(end int64) error {
+func (m *ProducerIDs) persist(end int64) error {
 	s := producerIDsState{Version: producerIDsVersion, NextBlockStart: end}
 	s.CRC = s.checksum()
 	data, err := json.Marshal(s)
