@@ -3,7 +3,6 @@ package log
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -100,35 +99,4 @@ func (m *MappedFile) CopyTo(dst []byte, off int64) error {
 		return err
 	}
 	return guardFault(func() { copy(dst, src) })
-}
-
-// WriteFileAtomic replaces path with data so that a crash leaves either the
-// old or the new contents: it writes a temporary file beside it, fsyncs it,
-// renames it over path and fsyncs the directory. The small metadata files
-// above the log (partition checkpoint, producer-id blocks) use it.
-func WriteFileAtomic(path string, data []byte) (err error) {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("log: create %s: %w", tmp, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close() // may be closed already; the first error matters
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("log: write %s: %w", tmp, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("log: fsync %s: %w", tmp, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("log: close %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("log: rename %s: %w", tmp, err)
-	}
-	return SyncDir(filepath.Dir(path))
 }

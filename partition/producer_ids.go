@@ -79,7 +79,7 @@ func OpenProducerIDs(dir string) (*ProducerIDs, error) {
 	}
 	m := &ProducerIDs{dir: dir}
 	path := filepath.Join(dir, producerIDsFile)
-	_ = os.Remove(path + ".tmp") // a write that a crash interrupted
+	_ = os.Remove(path + klog.TempSuffix) // a write that a crash interrupted
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	klog "github.com/kbroker/kbroker/log"
 )
 
 // The topics file, <dir>/topics (dir is <data>/metadata):
@@ -30,15 +32,18 @@ import (
 // flipped digit in an id or a config is caught. Topics are sorted by name;
 // configs hold only the values set on the topic, in canonical form.
 //
-// Writes are atomic: the new contents go to a temporary file in the same
-// directory (.topics-*.tmp), which is fsynced, renamed over topics, and the
-// directory fsynced. A crash leaves the old file or the new one, never a mix;
-// Open deletes temporary files, so a torn one is never read.
+// Writes are atomic (log.WriteFileAtomic): the new contents go to a
+// temporary file in the same directory (topics.tmp), which is fsynced,
+// renamed over topics, and the directory fsynced. A crash leaves the old
+// file or the new one, never a mix; Open deletes temporary files, so a
+// torn one is never read.
 const (
 	fileName      = "topics"
 	formatVersion = 1
-	tempPrefix    = ".topics-"
-	tempSuffix    = ".tmp"
+	// oldTempPrefix and log.TempSuffix frame the random temporary names
+	// that versions before log.WriteFileAtomic used (.topics-*.tmp); Open
+	// still removes such leftovers of a crash.
+	oldTempPrefix = ".topics-"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -61,7 +66,7 @@ type fileEnvelope struct {
 
 // errCrash, returned by a test's crashHook, stops a write where it is,
 // leaving its files behind as a killed process would.
-var errCrash = errors.New("topic: simulated crash")
+var errCrash = klog.ErrSimulatedCrash
 
 // encode returns the file contents for s.
 func encode(s *snapshot) ([]byte, error) {
@@ -154,7 +159,7 @@ func load(dir string, d *Defaults) (*snapshot, error) {
 			return nil, fmt.Errorf("topic: create %s: %w", dir, err)
 		}
 		// Make the new directory's own entry durable before files go in it.
-		if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+		if err := klog.SyncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
 			return nil, err
 		}
 	}
@@ -163,7 +168,7 @@ func load(dir string, d *Defaults) (*snapshot, error) {
 		return nil, fmt.Errorf("topic: read %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		if n := e.Name(); strings.HasPrefix(n, tempPrefix) && strings.HasSuffix(n, tempSuffix) {
+		if n := e.Name(); n == fileName+klog.TempSuffix || strings.HasPrefix(n, oldTempPrefix) && strings.HasSuffix(n, klog.TempSuffix) {
 			// A write that never reached its rename: the real file is intact.
 			if err := os.Remove(filepath.Join(dir, n)); err != nil {
 				return nil, fmt.Errorf("topic: remove leftover %s: %w", filepath.Join(dir, n), err)
@@ -182,79 +187,14 @@ func load(dir string, d *Defaults) (*snapshot, error) {
 }
 
 // persistLocked writes s to <dir>/topics atomically and durably.
-func (r *Registry) persistLocked(s *snapshot) (err error) {
+func (r *Registry) persistLocked(s *snapshot) error {
 	data, err := encode(s)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(r.dir, tempPrefix+"*"+tempSuffix)
-	if err != nil {
-		return fmt.Errorf("topic: create temporary file in %s: %w", r.dir, err)
-	}
-	tmp := f.Name()
-	crashed := false
-	defer func() {
-		if err != nil {
-			_ = f.Close() // may already be closed; the first error is what matters
-			if !crashed {
-				_ = os.Remove(tmp) // a real crash leaves it for Open to remove
-			}
-		}
-	}()
-	step := func(name string) error {
-		if r.crashHook == nil {
-			return nil
-		}
-		if err := r.crashHook(name, tmp); err != nil {
-			crashed = errors.Is(err, errCrash)
-			return err
-		}
-		return nil
-	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("topic: write %s: %w", tmp, err)
-	}
-	if err = step("written"); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("topic: chmod %s: %w", tmp, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("topic: fsync %s: %w", tmp, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("topic: close %s: %w", tmp, err)
-	}
-	if err = step("synced"); err != nil {
-		return err
-	}
 	path := filepath.Join(r.dir, fileName)
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("topic: rename %s to %s: %w", tmp, path, err)
-	}
-	if err = step("renamed"); err != nil {
-		return err
-	}
-	// The rename is durable only once the directory entry is.
-	if err = syncDir(r.dir); err != nil {
-		return err
-	}
-	return step("dir-synced")
-}
-
-// syncDir fsyncs a directory, making renames and new entries in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("topic: open %s: %w", dir, err)
-	}
-	if err := d.Sync(); err != nil {
-		_ = d.Close()
-		return fmt.Errorf("topic: fsync %s: %w", dir, err)
-	}
-	if err := d.Close(); err != nil {
-		return fmt.Errorf("topic: close %s: %w", dir, err)
+	if err := klog.WriteFileAtomicHooked(path, data, r.crashHook); err != nil {
+		return fmt.Errorf("topic: persist %s: %w", path, err)
 	}
 	return nil
 }

@@ -59,8 +59,9 @@ type Registry struct {
 	state atomic.Pointer[snapshot] // written under mu, read by anyone
 
 	mu sync.Mutex // serializes mutations: validate, persist, publish, notify
-	// crashHook, set only by tests, is called at each step of a write; when
-	// it returns an error the write stops there as if the process had died.
+	// crashHook, set only by tests, is called at each step of a write
+	// (log.WriteFileAtomicHooked); when it returns errCrash the write
+	// stops there as if the process had died.
 	crashHook func(step, tempPath string) error // guarded by mu
 }
 
