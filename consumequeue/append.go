@@ -20,11 +20,8 @@ import (
 func (q *Queue) Append(pos int64, size int32, baseOffset int64, lastOffsetDelta int32, attributes int16, batchMaxTimestamp int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.mu.closed {
-		return fmt.Errorf("consumequeue: append offset %d to %s: %w", baseOffset, q.dir, ErrClosed)
-	}
-	if err := q.failure(); err != nil {
-		return err
+	if err := q.changeableLocked(); err != nil {
+		return fmt.Errorf("consumequeue: append offset %d to %s: %w", baseOffset, q.dir, err)
 	}
 	e := Entry{
 		Pos:               pos,
@@ -68,11 +65,8 @@ func (q *Queue) Append(pos int64, size int32, baseOffset int64, lastOffsetDelta 
 func (q *Queue) Reserve(baseOffset int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.mu.closed {
-		return fmt.Errorf("consumequeue: reserve offset %d in %s: %w", baseOffset, q.dir, ErrClosed)
-	}
-	if err := q.failure(); err != nil {
-		return err
+	if err := q.changeableLocked(); err != nil {
+		return fmt.Errorf("consumequeue: reserve offset %d in %s: %w", baseOffset, q.dir, err)
 	}
 	fs := *q.files.Load()
 	if n := len(fs); n > 0 && !fs[n-1].mf.IsFull() {

@@ -16,6 +16,16 @@ var (
 // stickyError boxes the first failure of a queue for its atomic pointer.
 type stickyError struct{ err error }
 
+// changeableLocked returns why the queue may not change: ErrClosed once
+// it is closed, else the sticky failure, else nil. The caller holds q.mu
+// and wraps the error with what it was doing.
+func (q *Queue) changeableLocked() error {
+	if q.mu.closed {
+		return ErrClosed
+	}
+	return q.failure()
+}
+
 // failure returns the sticky error, if any.
 func (q *Queue) failure() error {
 	if p := q.failed.Load(); p != nil {

@@ -28,11 +28,8 @@ func (q *Queue) TruncateFromPos(pos int64) error {
 func (q *Queue) truncate(k searchKey, v int64, what string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.mu.closed {
-		return fmt.Errorf("consumequeue: truncate %s from %s %d: %w", q.dir, what, v, ErrClosed)
-	}
-	if err := q.failure(); err != nil {
-		return err
+	if err := q.changeableLocked(); err != nil {
+		return fmt.Errorf("consumequeue: truncate %s from %s %d: %w", q.dir, what, v, err)
 	}
 	fs := *q.files.Load()
 	h, _, err := locate(fs, k, v)
