@@ -50,16 +50,25 @@ type checkpointFile struct {
 	CRC        uint32                         `json:"crc"`
 }
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the CRC-32C table of this package's files: the
+// checkpoint, the producer-id blocks and the producer snapshots.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// jsonChecksum is the CRC-32C of v's JSON form. The JSON files of this
+// package (checkpoint, producer-id blocks) carry the checksum of their
+// own form with the checksum field zero.
+func jsonChecksum(v any) (uint32, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, err
+	}
+	return crc32.Checksum(b, castagnoli), nil
+}
 
 func (f *checkpointFile) checksum() (uint32, error) {
 	c := *f
 	c.CRC = 0
-	b, err := json.Marshal(c)
-	if err != nil {
-		return 0, err
-	}
-	return crc32.Checksum(b, crcTable), nil
+	return jsonChecksum(c)
 }
 
 // readCheckpoint loads the checkpoint; a missing file is an empty one.

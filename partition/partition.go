@@ -238,11 +238,18 @@ func (p *Partition) Append(records []byte, produceVersion int16, nowMs int64) (A
 	if dup {
 		return p.duplicateLocked(pb.ProducerID, first, cfg.LogAppendTime), nil
 	}
-	w, err := p.writeLocked(b, info.LastOffsetDelta, info.Attributes, info.MaxTimestamp, cfg.LogAppendTime, nowMs)
+	return p.appendCheckedLocked(b, pb, info.Attributes, cfg.LogAppendTime, nowMs)
+}
+
+// appendCheckedLocked ends Append and AppendCoordinator once the batch b
+// of pb passed their checks: it writes b, records it in its producer's
+// state and publishes it.
+func (p *Partition) appendCheckedLocked(b []byte, pb ProducerBatch, attributes int16, logAppendTime bool, nowMs int64) (AppendResult, error) {
+	w, err := p.writeLocked(b, pb.LastOffsetDelta, attributes, pb.MaxTimestamp, logAppendTime, nowMs)
 	if err != nil {
 		return AppendResult{}, err
 	}
-	if cfg.LogAppendTime {
+	if logAppendTime {
 		// Producer state remembers the stamped time: a retry of this batch
 		// is answered with it (Kafka's BatchMetadata.timestamp).
 		pb.MaxTimestamp = w.appendTime
@@ -371,10 +378,16 @@ func (p *Partition) setHighWatermark(hw int64) {
 // channel is shared with WaitStable, so a move of the last stable offset
 // alone (DeleteRecords past a hanging transaction) closes it too: check the
 // high watermark again and wait anew.
-func (p *Partition) Wait(hw int64) <-chan struct{} {
+func (p *Partition) Wait(hw int64) <-chan struct{} { return p.waitPast(&p.highWatermark, hw) }
+
+// waitPast serves Wait and WaitStable: a closed channel when mark is past
+// v already (or the partition is deleted), else the shared channel that
+// wake closes. mark is read under p.vis, which wake (called after every
+// move) takes too, so a move between the check and the wait is not missed.
+func (p *Partition) waitPast(mark *atomic.Int64, v int64) <-chan struct{} {
 	p.vis.Lock()
 	defer p.vis.Unlock()
-	if p.highWatermark.Load() > hw || p.deleted.Load() {
+	if mark.Load() > v || p.deleted.Load() {
 		return closedChan
 	}
 	if p.vis.wait == nil {

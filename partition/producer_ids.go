@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync"
@@ -39,8 +38,6 @@ const (
 	producerIDsFile     = "producer_ids"
 	producerIDsVersion  = 1
 )
-
-var producerIDsCRC = crc32.MakeTable(crc32.Castagnoli)
 
 // ProducerIDs hands out the broker's producer ids for InitProducerId
 // (Kafka's ProducerIdManager). It is safe for concurrent use.
@@ -66,8 +63,8 @@ type producerIDsState struct {
 
 func (s producerIDsState) checksum() uint32 {
 	s.CRC = 0
-	b, _ := json.Marshal(s) // a struct of numbers always marshals
-	return crc32.Checksum(b, producerIDsCRC)
+	sum, _ := jsonChecksum(s) // a struct of numbers always marshals
+	return sum
 }
 
 // OpenProducerIDs loads the persisted block bound from dir (created if

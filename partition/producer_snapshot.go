@@ -54,8 +54,6 @@ const (
 	producerSnapshotBatchSize   = 4 + 8 + 4 + 8
 )
 
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
-
 // AppendSnapshot appends an encoding of every producer's state to dst and
 // returns the extended slice (format above). The same state always encodes
 // to the same bytes. The caller writes it to a file named after the
@@ -88,7 +86,7 @@ func (s *ProducerStates) AppendSnapshot(dst []byte) []byte {
 		}
 	}
 	binary.BigEndian.PutUint32(dst[start+2:], uint32(len(dst)-body))
-	binary.BigEndian.PutUint32(dst[start+6:], crc32.Checksum(dst[body:], crc32c))
+	binary.BigEndian.PutUint32(dst[start+6:], crc32.Checksum(dst[body:], castagnoli))
 	return dst
 }
 
@@ -152,7 +150,7 @@ func LoadProducerSnapshot(b []byte) (*ProducerStates, error) {
 	if uint64(length) != uint64(r.remaining()) {
 		return nil, corruptSnapshot("length %d, but %d bytes follow the header", length, r.remaining())
 	}
-	if got := crc32.Checksum(b[r.off:], crc32c); got != crc {
+	if got := crc32.Checksum(b[r.off:], castagnoli); got != crc {
 		return nil, corruptSnapshot("crc %#08x, computed %#08x", crc, got)
 	}
 	if r.remaining() < 4 {

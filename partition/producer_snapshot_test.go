@@ -99,7 +99,7 @@ func resealSnapshot(b []byte) []byte {
 		return b
 	}
 	binary.BigEndian.PutUint32(b[2:], uint32(len(b)-producerSnapshotHeaderSize))
-	binary.BigEndian.PutUint32(b[6:], crc32.Checksum(b[producerSnapshotHeaderSize:], crc32c))
+	binary.BigEndian.PutUint32(b[6:], crc32.Checksum(b[producerSnapshotHeaderSize:], castagnoli))
 	return b
 }
 

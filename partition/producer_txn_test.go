@@ -174,7 +174,7 @@ func TestProducerSnapshotVersion1(t *testing.T) {
 		rest = rest[producerSnapshotEntrySize+n*producerSnapshotBatchSize:]
 	}
 	binary.BigEndian.PutUint32(v1[2:], uint32(len(v1)-producerSnapshotHeaderSize))
-	binary.BigEndian.PutUint32(v1[6:], crc32.Checksum(v1[producerSnapshotHeaderSize:], crc32c))
+	binary.BigEndian.PutUint32(v1[6:], crc32.Checksum(v1[producerSnapshotHeaderSize:], castagnoli))
 	got, err := LoadProducerSnapshot(v1)
 	if err != nil {
 		t.Fatal(err)

@@ -75,17 +75,7 @@ func (p *Partition) LastStableOffset() int64 { return p.lastStable.Load() }
 // moves past lso, or at once if it already has; read_committed fetches park
 // on it. The channel is shared with Wait, so it may also close for a move of
 // the high watermark alone: check LastStableOffset again and wait anew.
-func (p *Partition) WaitStable(lso int64) <-chan struct{} {
-	p.vis.Lock()
-	defer p.vis.Unlock()
-	if p.lastStable.Load() > lso || p.deleted.Load() {
-		return closedChan
-	}
-	if p.vis.wait == nil {
-		p.vis.wait = make(chan struct{})
-	}
-	return p.vis.wait
-}
+func (p *Partition) WaitStable(lso int64) <-chan struct{} { return p.waitPast(&p.lastStable, lso) }
 
 // wake closes the channel that Wait and WaitStable hand out.
 func (p *Partition) wake() {
@@ -234,15 +224,7 @@ func (p *Partition) AppendCoordinator(records []byte, nowMs int64) (AppendResult
 	if err := p.mu.producers.CheckCoordinator(pb); err != nil {
 		return AppendResult{}, fmt.Errorf("partition: append %s-%d: %w", p.topic, p.index, err)
 	}
-	w, err := p.writeLocked(records, h.LastOffsetDelta, h.Attributes, h.MaxTimestamp, cfg.LogAppendTime, nowMs)
-	if err != nil {
-		return AppendResult{}, err
-	}
-	if cfg.LogAppendTime {
-		pb.MaxTimestamp = w.appendTime
-	}
-	p.updateProducerLocked(pb, w.base, nowMs)
-	return p.publishLocked(w), nil
+	return p.appendCheckedLocked(records, pb, h.Attributes, cfg.LogAppendTime, nowMs)
 }
 
 // replayMarkerLocked applies a marker found by recovery to producer state
