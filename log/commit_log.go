@@ -334,7 +334,7 @@ func (l *CommitLog) CopyAt(dst []byte, pos int64) error {
 		return err
 	}
 	defer m.Release()
-	src, err := m.Bytes(pos-m.from, int64(len(dst)))
+	src, err := m.readable(pos-m.from, int64(len(dst)))
 	if err != nil {
 		return err
 	}

@@ -338,7 +338,7 @@ func TestHoldBlocksDeletion(t *testing.T) {
 		t.Fatal("held file left the list")
 	}
 	// The bytes are still readable while held.
-	if b, err := m.Bytes(0, 8); err != nil || len(b) != 8 {
+	if b, err := m.readable(0, 8); err != nil || len(b) != 8 {
 		t.Fatalf("read held file: %v", err)
 	}
 	done := make(chan error, 1)

@@ -249,10 +249,11 @@ func (m *MappedFile) ReadPosition() int64 { return m.committed.Load() }
 // IsFull reports whether nothing more can be appended to the file.
 func (m *MappedFile) IsFull() bool { return m.wrote.Load() == m.size }
 
-// Bytes returns a view of n committed bytes at file offset off. The view is
-// valid only while the file is held; copying out of it may fault on a media
-// error, so callers that copy should go through Log.CopyAt.
-func (m *MappedFile) Bytes(off, n int64) ([]byte, error) {
+// readable returns the mapping's n readable bytes at file offset off. The
+// slice is valid only while the file is held, and touching it may fault on
+// a media error, so it never leaves this package: other packages read
+// through View, CopyTo and CommitLog.CopyAt, which guard the access.
+func (m *MappedFile) readable(off, n int64) ([]byte, error) {
 	if off < 0 || n < 0 || off+n > m.ReadPosition() {
 		return nil, fmt.Errorf("%w: [%d, %d) of %s, readable %d", ErrOutOfRange, off, off+n, m.path, m.ReadPosition())
 	}

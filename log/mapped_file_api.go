@@ -94,7 +94,7 @@ func (m *MappedFile) View(fn func(b []byte)) (held bool, err error) {
 // fault on the mapping becomes ErrFault. The caller holds the file. The
 // fetch path uses it for ranges too small to be worth a sendfile call.
 func (m *MappedFile) CopyTo(dst []byte, off int64) error {
-	src, err := m.Bytes(off, int64(len(dst)))
+	src, err := m.readable(off, int64(len(dst)))
 	if err != nil {
 		return err
 	}
