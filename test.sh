@@ -15,11 +15,11 @@ cd "$(dirname "$0")"
 FUZZ_SCALE="${FUZZ_SCALE:-1}"
 
 # fuzz_budget is a target's executions at FUZZ_SCALE=1, about 5-20 s here:
-# FuzzRecover creates and recovers a store per input, FuzzParseRequest
+# FuzzRecover and FuzzOpen create and recover files per input, FuzzParseRequest
 # re-encodes every request twice; the decoders are cheap.
 fuzz_budget() {
 	case "$1" in
-	FuzzRecover) echo $((3000 * FUZZ_SCALE)) ;;
+	FuzzRecover | FuzzOpen) echo $((3000 * FUZZ_SCALE)) ;;
 	FuzzParseRequest) echo $((50000 * FUZZ_SCALE)) ;;
 	*) echo $((300000 * FUZZ_SCALE)) ;;
 	esac
