@@ -8,7 +8,8 @@ import (
 
 // result is what a handler hands to the connection's writer: a response
 // that is ready now, or one that completes later (a produce waiting for its
-// group commit), or no response at all (acks=0).
+// group commit), or no response at all (acks=0). doc.go states the whole
+// contract.
 type result struct {
 	// resp is the response; when ready is not nil it is complete only once
 	// ready is closed.
@@ -22,8 +23,8 @@ type result struct {
 	fetch *fetchResult
 }
 
-// now wraps a response that is ready at once.
-func now(resp kmsg.Response) (result, error) { return result{resp: resp}, nil }
+// respond wraps a response that is ready at once.
+func respond(resp kmsg.Response) (result, error) { return result{resp: resp}, nil }
 
 // handlerFunc handles one decoded request. A returned error means the
 // connection is broken and is closed; every Kafka-level failure goes into

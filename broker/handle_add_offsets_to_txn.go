@@ -17,12 +17,12 @@ func (b *Broker) handleAddOffsetsToTxn(c *conn, req *kmsg.AddOffsetsToTxnRequest
 	// The group's partition must exist for the marker to land in.
 	if _, err := b.committedOffsets(); err != nil {
 		resp.ErrorCode = errorCode(err)
-		return now(resp)
+		return respond(resp)
 	}
 	coord, err := b.transactionCoordinator()
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
-		return now(resp)
+		return respond(resp)
 	}
 	ready := make(chan struct{})
 	coord.AddOffsets(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, func(err error) {

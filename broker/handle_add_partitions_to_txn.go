@@ -49,12 +49,12 @@ func (b *Broker) handleAddPartitionsToTxn(c *conn, req *kmsg.AddPartitionsToTxnR
 	}
 	if unknown {
 		setAll(kerr.OperationNotAttempted.Code)
-		return now(resp)
+		return respond(resp)
 	}
 	coord, err := b.transactionCoordinator()
 	if err != nil {
 		setAll(errorCode(err))
-		return now(resp)
+		return respond(resp)
 	}
 	ready := make(chan struct{})
 	coord.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, func(err error) {

@@ -56,7 +56,7 @@ func (b *Broker) handleAlterConfigs(c *conn, req *kmsg.AlterConfigsRequest) (res
 		}
 		resp.Resources = append(resp.Resources, res)
 	}
-	return now(resp)
+	return respond(resp)
 }
 
 // alterConfigs applies one resource of a legacy AlterConfigs.

@@ -17,7 +17,7 @@ func (b *Broker) handleApiVersions(c *conn, req *kmsg.ApiVersionsRequest) (resul
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	}
 	b.fillApiVersions(resp)
-	return now(resp)
+	return respond(resp)
 }
 
 // fillApiVersions lists every served API key and version range, except

@@ -64,7 +64,7 @@ func (b *Broker) handleConsumerGroupDescribe(c *conn, req *kmsg.ConsumerGroupDes
 		}
 		resp.Groups = append(resp.Groups, g)
 	}
-	return now(resp)
+	return respond(resp)
 }
 
 func fillConsumerGroupDescription(g *kmsg.ConsumerGroupDescribeResponseGroup, d *consumer.Description) {

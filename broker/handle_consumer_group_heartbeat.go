@@ -33,7 +33,7 @@ func (b *Broker) handleConsumerGroupHeartbeat(c *conn, req *kmsg.ConsumerGroupHe
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	if !b.consumerProtocol() {
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		return now(resp)
+		return respond(resp)
 	}
 	hr := consumer.HeartbeatRequest{
 		Version:                req.Version,
@@ -59,7 +59,7 @@ func (b *Broker) handleConsumerGroupHeartbeat(c *conn, req *kmsg.ConsumerGroupHe
 	if r.Err != nil {
 		resp.ErrorCode = errorCode(r.Err)
 		resp.ErrorMessage = errorMessage(r.Err)
-		return now(resp)
+		return respond(resp)
 	}
 	resp.MemberID = kmsg.StringPtr(r.MemberID)
 	resp.MemberEpoch = r.MemberEpoch
@@ -75,5 +75,5 @@ func (b *Broker) handleConsumerGroupHeartbeat(c *conn, req *kmsg.ConsumerGroupHe
 		}
 		resp.Assignment = &a
 	}
-	return now(resp)
+	return respond(resp)
 }

@@ -44,7 +44,7 @@ func (b *Broker) handleCreatePartitions(c *conn, req *kmsg.CreatePartitionsReque
 			st.ErrorCode, st.ErrorMessage = kerr.PolicyViolation.Code, kmsg.StringPtr(errTooManyPartitions)
 			resp.Topics = append(resp.Topics, st)
 		}
-		return now(resp)
+		return respond(resp)
 	}
 	resp.Topics = answerTopics(req.Topics,
 		func(t *kmsg.CreatePartitionsRequestTopic) string { return t.Topic },
@@ -57,7 +57,7 @@ func (b *Broker) handleCreatePartitions(c *conn, req *kmsg.CreatePartitionsReque
 		func(rt *kmsg.CreatePartitionsRequestTopic) kmsg.CreatePartitionsResponseTopic {
 			return b.createPartitions(c, rt, req.ValidateOnly)
 		})
-	return now(resp)
+	return respond(resp)
 }
 
 // addedPartitions is how many partitions req would add to existing topics

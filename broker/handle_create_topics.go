@@ -66,7 +66,7 @@ func (b *Broker) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) (res
 			st.ErrorCode, st.ErrorMessage = kerr.PolicyViolation.Code, kmsg.StringPtr(errTooManyPartitions)
 			resp.Topics = append(resp.Topics, st)
 		}
-		return now(resp)
+		return respond(resp)
 	}
 	resp.Topics = answerTopics(req.Topics,
 		func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic },
@@ -79,7 +79,7 @@ func (b *Broker) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) (res
 		func(rt *kmsg.CreateTopicsRequestTopic) kmsg.CreateTopicsResponseTopic {
 			return b.createTopic(c, rt, req.ValidateOnly)
 		})
-	return now(resp)
+	return respond(resp)
 }
 
 // createdPartitions is an upper bound of the partitions req would create,

@@ -30,7 +30,7 @@ func (b *Broker) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (res
 	}
 	store, _ := b.groupOffsets(false)
 	if len(deleted) == 0 || store == nil {
-		return now(resp) // no offsets topic: nothing was committed
+		return respond(resp) // no offsets topic: nothing was committed
 	}
 	ready := make(chan struct{})
 	var left atomic.Int32

@@ -60,5 +60,5 @@ func (b *Broker) handleDeleteRecords(c *conn, req *kmsg.DeleteRecordsRequest) (r
 			}
 		}
 	}
-	return now(resp)
+	return respond(resp)
 }

@@ -43,7 +43,7 @@ func (b *Broker) handleDeleteTopics(c *conn, req *kmsg.DeleteTopicsRequest) (res
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}
-	return now(resp)
+	return respond(resp)
 }
 
 // deleteTargets lists the topics of a request in the v6 form.

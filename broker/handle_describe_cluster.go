@@ -33,7 +33,7 @@ func (b *Broker) handleDescribeCluster(c *conn, req *kmsg.DescribeClusterRequest
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	if code, msg := endpointTypeError(req); code != 0 {
 		resp.ErrorCode, resp.ErrorMessage = code, kmsg.StringPtr(msg)
-		return now(resp)
+		return respond(resp)
 	}
 	resp.ClusterID = b.cfg.ClusterID
 	resp.ControllerID = b.cfg.NodeID
@@ -45,7 +45,7 @@ func (b *Broker) handleDescribeCluster(c *conn, req *kmsg.DescribeClusterRequest
 	br.Host = b.advHost
 	br.Port = b.advPort
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
-	return now(resp)
+	return respond(resp)
 }
 
 // endpointTypeError checks the requested endpoint type against a broker.

@@ -67,7 +67,7 @@ func (b *Broker) handleDescribeConfigs(c *conn, req *kmsg.DescribeConfigsRequest
 		}
 		resp.Resources = append(resp.Resources, res)
 	}
-	return now(resp)
+	return respond(resp)
 }
 
 // wanted reports whether a config is asked for: all are when the request

@@ -57,7 +57,7 @@ func (b *Broker) handleDescribeGroups(c *conn, req *kmsg.DescribeGroupsRequest) 
 		}
 		resp.Groups = append(resp.Groups, g)
 	}
-	return now(resp)
+	return respond(resp)
 }
 
 // describeGroup describes one group for a response of the given version.

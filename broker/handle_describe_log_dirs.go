@@ -57,7 +57,7 @@ func (b *Broker) handleDescribeLogDirs(c *conn, req *kmsg.DescribeLogDirsRequest
 		dir.Topics = b.logDirRequested(req.Topics)
 	}
 	resp.Dirs = []kmsg.DescribeLogDirsResponseDir{dir}
-	return now(resp)
+	return respond(resp)
 }
 
 // logDirRequested describes the requested partitions that exist, once

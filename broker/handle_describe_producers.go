@@ -44,5 +44,5 @@ func (b *Broker) handleDescribeProducers(c *conn, req *kmsg.DescribeProducersReq
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return now(resp)
+	return respond(resp)
 }

@@ -47,7 +47,7 @@ func (b *Broker) handleDescribeTransactions(c *conn, req *kmsg.DescribeTransacti
 		}
 		resp.TransactionStates = append(resp.TransactionStates, st)
 	}
-	return now(resp)
+	return respond(resp)
 }
 
 func (b *Broker) handleListTransactions(c *conn, req *kmsg.ListTransactionsRequest) (result, error) {
@@ -61,7 +61,7 @@ func (b *Broker) handleListTransactions(c *conn, req *kmsg.ListTransactionsReque
 				resp.UnknownStateFilters = append(resp.UnknownStateFilters, s)
 			}
 		}
-		return now(resp)
+		return respond(resp)
 	}
 	lr := coord.List(req.StateFilters, req.ProducerIDFilters, req.DurationFilterMillis)
 	resp.ErrorCode = errorCode(lr.Err)
@@ -71,5 +71,5 @@ func (b *Broker) handleListTransactions(c *conn, req *kmsg.ListTransactionsReque
 			TransactionalID: l.TransactionalID, ProducerID: l.ProducerID, TransactionState: l.State.String(),
 		})
 	}
-	return now(resp)
+	return respond(resp)
 }

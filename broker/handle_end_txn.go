@@ -19,7 +19,7 @@ func (b *Broker) handleEndTxn(c *conn, req *kmsg.EndTxnRequest) (result, error) 
 	coord, err := b.transactionCoordinator()
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
-		return now(resp)
+		return respond(resp)
 	}
 	ready := make(chan struct{})
 	coord.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, func(err error) {

@@ -65,7 +65,7 @@ func (b *Broker) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 	if req.Version < 4 {
 		resp.ErrorCode, resp.ErrorMessage = code, msg
 		resp.NodeID, resp.Host, resp.Port = node, host, port
-		return now(resp)
+		return respond(resp)
 	}
 	resp.Coordinators = make([]kmsg.FindCoordinatorResponseCoordinator, 0, len(req.CoordinatorKeys))
 	seen := make(map[string]bool, len(req.CoordinatorKeys))
@@ -80,7 +80,7 @@ func (b *Broker) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 		rc.ErrorCode, rc.ErrorMessage = code, msg
 		resp.Coordinators = append(resp.Coordinators, rc)
 	}
-	return now(resp)
+	return respond(resp)
 }
 
 // coordinatorKeyTypeError is nil for the key types this broker

@@ -32,5 +32,5 @@ func (b *Broker) handleHeartbeat(c *conn, req *kmsg.HeartbeatRequest) (result, e
 		Generation: req.Generation,
 	})
 	resp.ErrorCode = errorCode(err)
-	return now(resp)
+	return respond(resp)
 }

@@ -54,7 +54,7 @@ func (b *Broker) handleIncrementalAlterConfigs(c *conn, req *kmsg.IncrementalAlt
 		}
 		resp.Resources = append(resp.Resources, res)
 	}
-	return now(resp)
+	return respond(resp)
 }
 
 // incrementalAlterConfigs applies one resource.

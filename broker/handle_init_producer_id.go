@@ -36,10 +36,10 @@ func (b *Broker) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) 
 	switch {
 	case req.TransactionalID != nil && *req.TransactionalID == "":
 		resp.ErrorCode = kerr.InvalidRequest.Code
-		return now(resp)
+		return respond(resp)
 	case req.Version >= 3 && (req.ProducerID == -1) != (req.ProducerEpoch == -1):
 		resp.ErrorCode = kerr.InvalidRequest.Code
-		return now(resp)
+		return respond(resp)
 	case req.TransactionalID != nil:
 		return b.initTransactionalProducer(req, resp)
 	}
@@ -47,10 +47,10 @@ func (b *Broker) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) 
 	if err != nil {
 		b.lg.Error("allocate producer id", zap.Error(err))
 		resp.ErrorCode = errorCode(err)
-		return now(resp)
+		return respond(resp)
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
-	return now(resp)
+	return respond(resp)
 }
 
 // initTransactionalProducer hands a transactional InitProducerId to the
@@ -59,7 +59,7 @@ func (b *Broker) initTransactionalProducer(req *kmsg.InitProducerIDRequest, resp
 	coord, err := b.transactionCoordinator()
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
-		return now(resp)
+		return respond(resp)
 	}
 	ready := make(chan struct{})
 	coord.InitProducerID(txn.InitRequest{

@@ -49,7 +49,7 @@ func (b *Broker) handleJoinGroup(c *conn, req *kmsg.JoinGroupRequest) (result, e
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	if req.InstanceID != nil && !validGroupInstanceID(*req.InstanceID) {
 		fillJoinResponse(resp, group.JoinResponse{Err: kerr.InvalidRequest, MemberID: req.MemberID, Generation: -1})
-		return now(resp)
+		return respond(resp)
 	}
 	rebalance := req.RebalanceTimeoutMillis
 	if req.Version == 0 {

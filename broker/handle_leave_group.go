@@ -57,7 +57,7 @@ func (b *Broker) handleLeaveGroup(c *conn, req *kmsg.LeaveGroupRequest) (result,
 	}
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
-		return now(resp)
+		return respond(resp)
 	}
 	for i, m := range members {
 		if errs[i] == nil {
@@ -71,7 +71,7 @@ func (b *Broker) handleLeaveGroup(c *conn, req *kmsg.LeaveGroupRequest) (result,
 	}
 	if req.Version < 3 {
 		resp.ErrorCode = errorCode(errs[0])
-		return now(resp)
+		return respond(resp)
 	}
 	resp.Members = make([]kmsg.LeaveGroupResponseMember, len(req.Members))
 	for i, m := range req.Members {
@@ -80,5 +80,5 @@ func (b *Broker) handleLeaveGroup(c *conn, req *kmsg.LeaveGroupRequest) (result,
 		rm.ErrorCode = errorCode(errs[i])
 		resp.Members[i] = rm
 	}
-	return now(resp)
+	return respond(resp)
 }

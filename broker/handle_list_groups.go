@@ -38,7 +38,7 @@ func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result,
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	none := func() (result, error) {
 		resp.Groups = []kmsg.ListGroupsResponseGroup{}
-		return now(resp)
+		return respond(resp)
 	}
 	wantClassic, wantConsumer := true, true
 	if req.Version >= 5 && len(req.TypesFilter) > 0 {
@@ -61,7 +61,7 @@ func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result,
 		groups, err := b.groups.List(states)
 		if err != nil {
 			resp.ErrorCode = errorCode(err)
-			return now(resp)
+			return respond(resp)
 		}
 		for _, o := range groups {
 			g := kmsg.NewListGroupsResponseGroup()
@@ -77,7 +77,7 @@ func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result,
 		if err != nil {
 			resp.ErrorCode = errorCode(err)
 			resp.Groups = []kmsg.ListGroupsResponseGroup{}
-			return now(resp)
+			return respond(resp)
 		}
 		for _, o := range groups {
 			name := o.State.String()
@@ -93,7 +93,7 @@ func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result,
 		}
 	}
 	slices.SortStableFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
-	return now(resp)
+	return respond(resp)
 }
 
 // groupStateNames are the names of the states a group of either kind can

@@ -77,7 +77,7 @@ func (b *Broker) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (resul
 			}
 		}
 	}
-	return now(resp)
+	return respond(resp)
 }
 
 // listOffset answers one partition; p may be nil (no such partition).

@@ -88,7 +88,7 @@ func (b *Broker) handleMetadata(c *conn, req *kmsg.MetadataRequest) (result, err
 			}
 		}
 	}
-	return now(resp)
+	return respond(resp)
 }
 
 // metadataBroker describes this broker as clients should reach it.

@@ -31,13 +31,13 @@ func (b *Broker) handleOffsetDelete(c *conn, req *kmsg.OffsetDeleteRequest) (res
 		switch {
 		case err != nil:
 			resp.ErrorCode = errorCode(err)
-			return now(resp)
+			return respond(resp)
 		case d.State == group.Dead:
 			resp.ErrorCode = kerr.GroupIDNotFound.Code
-			return now(resp)
+			return respond(resp)
 		case d.State != group.Empty && d.ProtocolType != "consumer":
 			resp.ErrorCode = kerr.NonEmptyGroup.Code
-			return now(resp)
+			return respond(resp)
 		}
 		subscribed, everything = subscribedTopics(d)
 	}
@@ -67,7 +67,7 @@ func (b *Broker) handleOffsetDelete(c *conn, req *kmsg.OffsetDeleteRequest) (res
 	}
 	store, _ := b.groupOffsets(false)
 	if len(tps) == 0 || store == nil {
-		return now(resp) // no offsets topic: nothing was committed
+		return respond(resp) // no offsets topic: nothing was committed
 	}
 	ready := make(chan struct{})
 	store.DeleteOffsets(req.Group, tps, func(err error) {

@@ -60,7 +60,7 @@ func (b *Broker) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (resul
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
-		return now(resp)
+		return respond(resp)
 	}
 	for _, g := range req.Groups {
 		rg := kmsg.OffsetFetchResponseGroup{Group: g.Group}
@@ -83,7 +83,7 @@ func (b *Broker) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (resul
 		}
 		resp.Groups = append(resp.Groups, rg)
 	}
-	return now(resp)
+	return respond(resp)
 }
 
 // fetchGroupOffsets answers for one group: every committed partition when

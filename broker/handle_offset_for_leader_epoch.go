@@ -56,5 +56,5 @@ func (b *Broker) handleOffsetForLeaderEpoch(c *conn, req *kmsg.OffsetForLeaderEp
 			}
 		}
 	}
-	return now(resp)
+	return respond(resp)
 }

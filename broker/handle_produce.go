@@ -250,7 +250,7 @@ func (b *Broker) produceResult(req *kmsg.ProduceRequest, resp *kmsg.ProduceRespo
 	case req.Acks == 0:
 		return result{none: true}, nil
 	case req.Acks != -1 || maxEnd == 0 || b.store.FlushMode() != partition.FlushSync:
-		return now(resp)
+		return respond(resp)
 	}
 	ready := make(chan struct{})
 	version := req.Version

@@ -35,7 +35,7 @@ func (b *Broker) handleSyncGroup(c *conn, req *kmsg.SyncGroupRequest) (result, e
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	if req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
 		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
-		return now(resp)
+		return respond(resp)
 	}
 	// The coordinator copies the assignments, so they may alias the request.
 	assignments := make(map[string][]byte, len(req.GroupAssignment))

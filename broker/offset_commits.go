@@ -52,7 +52,7 @@ func (pc *pendingCommits) add(groupErr error, t topic.Topic, topicCode int16, pa
 // partition.
 func (b *Broker) writeCommits(resp kmsg.Response, pc *pendingCommits, write func(*offsets.Store, func(error))) (result, error) {
 	if len(pc.commits) == 0 {
-		return now(resp)
+		return respond(resp)
 	}
 	fail := func(code int16) {
 		for _, c := range pc.codes {
@@ -62,7 +62,7 @@ func (b *Broker) writeCommits(resp kmsg.Response, pc *pendingCommits, write func
 	store, err := b.committedOffsets()
 	if err != nil {
 		fail(errorCode(err))
-		return now(resp)
+		return respond(resp)
 	}
 	ready := make(chan struct{})
 	write(store, func(err error) {

@@ -1,0 +1,80 @@
+// Package broker is the server: it accepts Kafka client connections,
+// decodes requests, answers them from the packages below it (partition,
+// topic, group, offsets, txn) and writes the responses back. It is where a
+// newcomer starts; docs/ARCHITECTURE.md maps the rest of the tree.
+//
+// # Request lifecycle
+//
+//	acceptLoop (broker.go: Start, per-IP connection limits)
+//	  → conn.serve: one reader and one writer goroutine per connection (conn.go)
+//	  → readLoop: protocol.ReadSize / ReadBody, one frame at a time
+//	  → handleFrame: protocol.ParseHeader, the API table (apikeys*.go), protocol.ParseBody
+//	  → the typed handler, handleXxx in handle_xxx.go
+//	  → result → conn.enqueue (bounded queue, request order)
+//	  → writeLoop: protocol.AppendResponse, or writeFetch with sendfile(2)
+//
+// The reader handles requests strictly in arrival order: a produce's
+// append (offset assignment and the write into the mapping) is done before
+// the next request is read, so idempotent sequences stay ordered. The
+// writer sends responses in that same order, waiting for a pending one
+// before those behind it. The queue between them holds at most
+// MaxInFlightPerConnection responses, which bounds the memory a connection
+// can pin.
+//
+// The API table (apiTable in apikeys.go, one file per family:
+// apikeys_admin.go, _data, _group, _offsets, _txn) is the one list of what
+// the broker serves: key, version range and handler. ApiVersions is
+// generated from it, and the dispatcher refuses a key or version outside
+// it before any handler runs. The typed adapter lets every handler take
+// its own *kmsg.XxxRequest, so handler bodies never type-assert.
+//
+// # The result contract
+//
+// A handler returns (result, error):
+//
+//   - A non-nil error means the connection is broken (it cannot be
+//     answered in Kafka's terms); conn logs it and closes the connection.
+//     Every Kafka-level failure goes into the response as an error code
+//     instead, through errorCode in errors.go, the one mapping from Go
+//     errors to Kafka codes.
+//   - result{resp: r} (built with respond) is a response ready now.
+//   - result{resp: r, ready: ch} is pending: whoever completes it (the
+//     group-commit callback of an acks=-1 produce, a coordinator write)
+//     fills r and closes ch; until then r belongs to that completer and
+//     the writer waits, in order.
+//   - result{fetch: fr} (optionally with ready, a fetch parked for data)
+//     is a fetch response in the chunks-and-ranges form: the framing bytes
+//     are encoded by protocol, and the record bytes are sent by the writer
+//     from the commit-log files with sendfile(2) (writeFetch), then the
+//     files are released.
+//   - result{none: true} sends nothing (Produce with acks=0).
+//
+// Only the writer goroutine writes to the socket. A handler validates,
+// groups by partition, calls partition or a coordinator, and fills the
+// response; it does no storage or socket work itself.
+//
+// # Logging
+//
+// zap, structured, quiet at info level: per-request lines are at Debug. A
+// connection's logger carries "remote" (the client address); other keys
+// are "api" (kmsg name of the key), "key", "version", "correlation_id",
+// "client_id", "reason" (why a connection closed or was refused),
+// "topic", "group", "member", "instance", "dir", "addr" and "advertised"
+// (at start-up), and the recovery report's "clean", "end", "cut",
+// "reindexed" and "took". Use these names for the same things in new log
+// lines.
+//
+// # Files
+//
+// Wiring, rather than request handling: broker.go (Broker, New, Start,
+// Shutdown, start-up recovery), embed.go (StartInProcess for tests and
+// embedding), config.go and group_config.go (Config and its validation),
+// conn.go (the connection loop), budget.go (the broker-wide byte budget of
+// requests in flight), apikeys*.go (the API table), errors.go (error
+// codes), auto_create.go (topic auto-creation), fetch_session.go
+// (KIP-227 fetch sessions), group_hooks.go and offset_commits.go (the
+// group coordinators and the committed-offsets store), txn_wiring.go (the
+// transaction coordinator) and producer_ids.go (producer id allocation).
+// Each handle_xxx.go serves one API key and starts with a comment giving
+// its versions, the KIPs per version and any deviation from Kafka.
+package broker
