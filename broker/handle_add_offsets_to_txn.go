@@ -8,8 +8,6 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kbroker/kbroker/txn"
 )
 
 func (b *Broker) handleAddOffsetsToTxn(c *conn, req *kmsg.AddOffsetsToTxnRequest) (result, error) {
@@ -26,7 +24,7 @@ func (b *Broker) handleAddOffsetsToTxn(c *conn, req *kmsg.AddOffsetsToTxnRequest
 	}
 	ready := make(chan struct{})
 	coord.AddOffsets(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, func(err error) {
-		resp.ErrorCode = errorCode(txn.ForVersion(kmsg.AddOffsetsToTxn, req.Version, err))
+		resp.ErrorCode = versionCode(kmsg.AddOffsetsToTxn, req.Version, err)
 		close(ready)
 	})
 	return result{resp: resp, ready: ready}, nil

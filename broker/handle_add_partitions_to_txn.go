@@ -59,7 +59,7 @@ func (b *Broker) handleAddPartitionsToTxn(c *conn, req *kmsg.AddPartitionsToTxnR
 	ready := make(chan struct{})
 	coord.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, func(err error) {
 		if err != nil {
-			setAll(errorCode(txn.ForVersion(kmsg.AddPartitionsToTxn, req.Version, err)))
+			setAll(versionCode(kmsg.AddPartitionsToTxn, req.Version, err))
 		}
 		close(ready)
 	})

@@ -10,8 +10,6 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kbroker/kbroker/txn"
 )
 
 func (b *Broker) handleEndTxn(c *conn, req *kmsg.EndTxnRequest) (result, error) {
@@ -23,7 +21,7 @@ func (b *Broker) handleEndTxn(c *conn, req *kmsg.EndTxnRequest) (result, error) 
 	}
 	ready := make(chan struct{})
 	coord.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, func(err error) {
-		resp.ErrorCode = errorCode(txn.ForVersion(kmsg.EndTxn, req.Version, err))
+		resp.ErrorCode = versionCode(kmsg.EndTxn, req.Version, err)
 		close(ready)
 	})
 	return result{resp: resp, ready: ready}, nil

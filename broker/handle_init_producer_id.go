@@ -19,7 +19,7 @@ package broker
 // gets a producer id with epoch 0, a known one an epoch bump that fences
 // its previous producer (after aborting its open transaction, meanwhile
 // CONCURRENT_TRANSACTIONS), with the error codes of the request's version
-// (txn.ForVersion). An empty TransactionalID is INVALID_REQUEST, as in
+// (forVersion in errors.go). An empty TransactionalID is INVALID_REQUEST, as in
 // Kafka.
 
 import (
@@ -69,7 +69,7 @@ func (b *Broker) initTransactionalProducer(req *kmsg.InitProducerIDRequest, resp
 		Epoch:           req.ProducerEpoch,
 	}, func(r txn.InitResult) {
 		if r.Err != nil {
-			resp.ErrorCode = errorCode(txn.ForVersion(kmsg.InitProducerID, req.Version, r.Err))
+			resp.ErrorCode = versionCode(kmsg.InitProducerID, req.Version, r.Err)
 		} else {
 			resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.Epoch
 		}

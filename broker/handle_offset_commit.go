@@ -108,24 +108,3 @@ func (b *Broker) offsetTopic(byID bool, name string, id [16]byte) (topic.Topic, 
 	}
 	return t, 0
 }
-
-// coordinatorWriteCode maps a failed write of coordinator state to the
-// code clients expect (Kafka's CoordinatorRuntime error mapping of
-// appendRecordsErrorMapping): they retry COORDINATOR_NOT_AVAILABLE and
-// look for the coordinator again on NOT_COORDINATOR.
-func coordinatorWriteCode(err error) int16 {
-	code := errorCode(err)
-	switch code {
-	case 0:
-		return 0
-	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code, kerr.RequestTimedOut.Code:
-		return kerr.CoordinatorNotAvailable.Code
-	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
-		return kerr.NotCoordinator.Code
-	case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidFetchSize.Code:
-		return kerr.InvalidCommitOffsetSize.Code
-	case kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
-		return code
-	}
-	return kerr.UnknownServerError.Code
-}

@@ -188,7 +188,7 @@ func (b *Broker) verifyTransactional(req *kmsg.ProduceRequest, topicName string,
 	if err == nil {
 		err = coord.Verify(*req.TransactionID, h.ProducerID, h.ProducerEpoch, txn.TopicPartition{Topic: topicName, Partition: rp.Partition})
 	}
-	return errorCode(txn.ForVersion(kmsg.Produce, req.Version, err))
+	return versionCode(kmsg.Produce, req.Version, err)
 }
 
 // hasTransactionalBatch reports whether any partition's records start with

@@ -21,7 +21,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/offsets"
-	"github.com/kbroker/kbroker/txn"
 )
 
 func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest) (result, error) {
@@ -63,6 +62,6 @@ func (b *Broker) validateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) error
 	if err != nil {
 		return err
 	}
-	return txn.ForVersion(kmsg.TxnOffsetCommit, req.Version,
+	return forVersion(kmsg.TxnOffsetCommit, req.Version,
 		coord.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, b.groupPartition(req.Group)))
 }

@@ -4,8 +4,8 @@
 // InitProducerId with a transactional id, AddPartitionsToTxn,
 // AddOffsetsToTxn, EndTxn — plus the checks Produce and TxnOffsetCommit
 // make (Verify), DescribeTransactions and ListTransactions. The types are
-// plain Go; the wire handlers translate kmsg requests (ForVersion adapts
-// error codes to old request versions).
+// plain Go; the wire handlers translate kmsg requests (and broker/errors.go
+// adapts error codes to old request versions).
 //
 // The rules are Apache Kafka 4's (TransactionCoordinator,
 // TransactionStateManager and TransactionMetadata in
@@ -83,7 +83,7 @@
 //	ready := make(chan struct{})
 //	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 //	b.txn.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, func(err error) {
-//		resp.ErrorCode = errorCode(txn.ForVersion(kmsg.EndTxn, req.Version, err)) // quick, no blocking
+//		resp.ErrorCode = versionCode(kmsg.EndTxn, req.Version, err) // quick, no blocking
 //		close(ready)
 //	})
 //

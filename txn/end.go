@@ -21,7 +21,7 @@ import (
 //   - INVALID_REQUEST: an empty transactional id.
 //   - INVALID_PRODUCER_ID_MAPPING: unknown id, or another producer id.
 //   - PRODUCER_FENCED: another epoch (the handler answers
-//     INVALID_PRODUCER_EPOCH below EndTxn v2, see ForVersion).
+//     INVALID_PRODUCER_EPOCH below EndTxn v2, see broker/errors.go).
 //   - CONCURRENT_TRANSACTIONS: a transition is in flight, or the same
 //     decision's markers are still being written (retriable).
 //   - INVALID_TXN_STATE: nothing to end (Empty), or the opposite decision

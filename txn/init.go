@@ -45,7 +45,7 @@ type InitResult struct {
 // a rotation) and the epoch the current one (bumped) or the one before
 // the last bump (a retry whose answer was lost: the same epoch again);
 // anything else is PRODUCER_FENCED, as in Kafka (the handler answers
-// INVALID_PRODUCER_EPOCH below InitProducerId v4, see ForVersion). An id
+// INVALID_PRODUCER_EPOCH below InitProducerId v4, see broker/errors.go). An id
 // whose epoch is -1 (just created, or expired and recreated) accepts any
 // producer id and answers a fresh one.
 //

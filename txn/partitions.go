@@ -22,7 +22,7 @@ import (
 //   - INVALID_REQUEST: an empty transactional id.
 //   - INVALID_PRODUCER_ID_MAPPING: unknown id, or another producer id.
 //   - PRODUCER_FENCED: another epoch (the handler answers
-//     INVALID_PRODUCER_EPOCH below v2, see ForVersion).
+//     INVALID_PRODUCER_EPOCH below v2, see broker/errors.go).
 //   - CONCURRENT_TRANSACTIONS: a transition in flight, or the previous
 //     transaction is still completing (PrepareCommit, PrepareAbort); the
 //     client retries.
@@ -91,7 +91,7 @@ func (c *Coordinator) AddPartitions(txnID string, pid int64, epoch int16, tps []
 // TxnOffsetCommits are committed or aborted with it (AddOffsetsToTxn,
 // which Kafka handles as AddPartitionsToTxn of that partition). done hears
 // what AddPartitions answers (PRODUCER_FENCED becomes
-// INVALID_PRODUCER_EPOCH below AddOffsetsToTxn v2, see ForVersion).
+// INVALID_PRODUCER_EPOCH below AddOffsetsToTxn v2, see broker/errors.go).
 func (c *Coordinator) AddOffsets(txnID string, pid int64, epoch int16, group string, done func(error)) {
 	c.AddPartitions(txnID, pid, epoch, []TopicPartition{c.deps.GroupPartition(group)}, done)
 }
@@ -112,7 +112,7 @@ func (c *Coordinator) AddOffsets(txnID string, pid int64, epoch int16, group str
 //   - COORDINATOR_NOT_AVAILABLE: after Close.
 //
 // Kafka's Produce and TxnOffsetCommit translate some of these for the
-// client; ForVersion does it. Kafka verifies only a producer's first
+// client; broker/errors.go does it. Kafka verifies only a producer's first
 // transactional batch on a partition (one without an open transaction of
 // that producer there); the handler may do the same. As in Kafka, a
 // transition in flight is not waited for: a partition counts once its

@@ -108,49 +108,6 @@ func TestDecodeKafkaRecords(t *testing.T) {
 	}
 }
 
-func TestForVersion(t *testing.T) {
-	fenced := fmt.Errorf("txn: x: %w", kerr.ProducerFenced)
-	for _, c := range []struct {
-		key     kmsg.Key
-		version int16
-		in      error
-		want    *kerr.Error
-	}{
-		{kmsg.InitProducerID, 3, fenced, kerr.InvalidProducerEpoch},
-		{kmsg.InitProducerID, 4, fenced, kerr.ProducerFenced},
-		{kmsg.AddPartitionsToTxn, 1, fenced, kerr.InvalidProducerEpoch},
-		{kmsg.AddPartitionsToTxn, 2, fenced, kerr.ProducerFenced},
-		{kmsg.AddOffsetsToTxn, 0, fenced, kerr.InvalidProducerEpoch},
-		{kmsg.AddOffsetsToTxn, 3, fenced, kerr.ProducerFenced},
-		{kmsg.EndTxn, 1, fenced, kerr.InvalidProducerEpoch},
-		{kmsg.EndTxn, 2, fenced, kerr.ProducerFenced},
-		{kmsg.EndTxn, 1, kerr.ConcurrentTransactions, kerr.ConcurrentTransactions},
-		{kmsg.Produce, 13, fenced, kerr.InvalidProducerEpoch},
-		{kmsg.Produce, 10, kerr.TransactionAbortable, kerr.InvalidTxnState},
-		{kmsg.Produce, 11, kerr.TransactionAbortable, kerr.TransactionAbortable},
-		{kmsg.Produce, 9, kerr.ConcurrentTransactions, kerr.NotEnoughReplicas},
-		{kmsg.Produce, 9, kerr.CoordinatorNotAvailable, kerr.NotEnoughReplicas},
-		{kmsg.Produce, 9, kerr.NotCoordinator, kerr.NotEnoughReplicas},
-		{kmsg.Produce, 9, kerr.InvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
-		{kmsg.TxnOffsetCommit, 3, kerr.TransactionAbortable, kerr.InvalidTxnState},
-		{kmsg.TxnOffsetCommit, 4, kerr.TransactionAbortable, kerr.TransactionAbortable},
-		{kmsg.TxnOffsetCommit, 4, fenced, kerr.InvalidProducerEpoch},
-	} {
-		got := ForVersion(c.key, c.version, c.in)
-		var ke *kerr.Error
-		if !errors.As(got, &ke) || ke != c.want {
-			t.Errorf("%s v%d %v: got %v, want %s", kmsg.NameForKey(c.key.Int16()), c.version, c.in, got, c.want.Message)
-		}
-		if c.want != kerr.ProducerFenced && c.want != kerr.TransactionAbortable && errors.Is(got, kerr.ProducerFenced) {
-			t.Errorf("%v still is PRODUCER_FENCED", got)
-		}
-	}
-	plain := errors.New("x")
-	if ForVersion(kmsg.Produce, 3, plain) != plain || ForVersion(kmsg.Produce, 3, nil) != nil {
-		t.Error("errors without a code change")
-	}
-}
-
 func TestWriteError(t *testing.T) {
 	for _, c := range []struct {
 		in   error
