@@ -8,7 +8,8 @@
 #                           coordinator can fail a run with a spurious
 #                           "context deadline exceeded" when a -fuzztime
 #                           duration ends (golang/go#75804).
-#   KBROKER_CRASH_KILLS=20  SIGKILLs in the store's crash loop (more by hand)
+#   KBROKER_STORE_KILLS=20  SIGKILLs in the store's crash loop (more by hand;
+#                           docs/TESTING.md lists every KBROKER_* setting)
 set -euo pipefail
 cd "$(dirname "$0")"
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/testenv"
 	"github.com/kbroker/kbroker/protocol"
 )
 
@@ -54,18 +55,16 @@ func isReset(err error) bool {
 // notices a closed connection asynchronously), for at most 10 s.
 func awaitServed(t *testing.T, srv *InProcess, local string) net.Conn {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		nc := dialFrom(t, srv, local)
+	var nc net.Conn
+	testenv.Eventually(t, 10*time.Second, "a connection from "+local+" served after one was closed", func() bool {
+		nc = dialFrom(t, srv, local)
 		if served(t, nc) {
-			return nc
+			return true
 		}
 		nc.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("no connection from %s served within 10 s after one was closed", local)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
+	return nc
 }
 
 func TestMaxConnectionsPerIP(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // cgMember plays a KIP-848 member over the wire with kmsg requests.
@@ -438,12 +440,7 @@ func TestConsumerGroupTakesOverEmptyClassic(t *testing.T) {
 
 	m := newCGMember(t, srv, 1, "g", "m", "foo")
 	m.mustBeat()
-	for deadline := time.Now().Add(5 * time.Second); protocolType() != ""; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the classic group's metadata is still there (protocol type %q)", protocolType())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 5*time.Second, "the classic group's metadata gone", func() bool { return protocolType() == "" })
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Version = 9
 	g := kmsg.NewOffsetFetchRequestGroup()

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // Newest versions of the group APIs, as served.
@@ -100,17 +103,12 @@ func describeOne(t *testing.T, srv *InProcess, groupID string) kmsg.DescribeGrou
 // has that many members).
 func waitGroupState(t *testing.T, srv *InProcess, groupID, state string, members int) kmsg.DescribeGroupsResponseGroup {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		g := describeOne(t, srv, groupID)
-		if g.State == state && (members < 0 || len(g.Members) == members) {
-			return g
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %s: state %s with %d members, want %s with %d", groupID, g.State, len(g.Members), state, members)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var g kmsg.DescribeGroupsResponseGroup
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("group %s in state %s with %d members", groupID, state, members), func() bool {
+		g = describeOne(t, srv, groupID)
+		return g.State == state && (members < 0 || len(g.Members) == members)
+	})
+	return g
 }
 
 // TestJoinGroupVersions: a lone member joins at every version and becomes

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/testenv"
 	"github.com/kbroker/kbroker/partition"
 )
 
@@ -64,17 +65,6 @@ func (x *txnWire) end(version int16, commit bool) int16 {
 	return x.w.do(req).(*kmsg.EndTxnResponse).ErrorCode
 }
 
-func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
-	t.Helper()
-	var w int16
-	if want != nil {
-		w = want.Code
-	}
-	if got != w {
-		t.Errorf("%s: got %v, want %v", what, kerr.ErrorForCode(got), want)
-	}
-}
-
 // TestTxnAPIErrors checks Kafka's answers to out-of-order and fenced
 // transaction requests.
 func TestTxnAPIErrors(t *testing.T) {
@@ -82,8 +72,8 @@ func TestTxnAPIErrors(t *testing.T) {
 	createTopic(t, srv, "tx", 2)
 	w := dialWire(t, srv)
 	a := &txnWire{t: t, w: w, id: "a"}
-	wantCode(t, "init", a.init(), nil)
-	wantCode(t, "EndTxn with no transaction", a.end(3, true), kerr.InvalidTxnState)
+	testenv.WantCode(t, "init", a.init(), nil)
+	testenv.WantCode(t, "EndTxn with no transaction", a.end(3, true), kerr.InvalidTxnState)
 
 	// Unknown topic: the whole request is refused.
 	codes := a.addPartition(3, "nope", 0)
@@ -102,7 +92,7 @@ func TestTxnAPIErrors(t *testing.T) {
 		t.Fatalf("transactional batch without an id: %v", kerr.ErrorForCode(p.ErrorCode))
 	}
 	for _, c := range a.addPartition(3, "tx", 0) {
-		wantCode(t, "add partitions", c, nil)
+		testenv.WantCode(t, "add partitions", c, nil)
 	}
 	pr = produceReq(9, -1, "tx", 0, txnBatch(a.pid, a.epoch, 0))
 	pr.TransactionID = &a.id
@@ -125,10 +115,10 @@ func TestTxnAPIErrors(t *testing.T) {
 	if b.pid != a.pid || b.epoch <= a.epoch {
 		t.Fatalf("fencing init gave %d/%d after %d/%d", b.pid, b.epoch, a.pid, a.epoch)
 	}
-	wantCode(t, "EndTxn v1 of the fenced producer", a.end(1, true), kerr.InvalidProducerEpoch)
-	wantCode(t, "EndTxn v3 of the fenced producer", a.end(3, true), kerr.ProducerFenced)
+	testenv.WantCode(t, "EndTxn v1 of the fenced producer", a.end(1, true), kerr.InvalidProducerEpoch)
+	testenv.WantCode(t, "EndTxn v3 of the fenced producer", a.end(3, true), kerr.ProducerFenced)
 	for _, c := range a.addPartition(1, "tx", 0) {
-		wantCode(t, "AddPartitionsToTxn v1 of the fenced producer", c, kerr.InvalidProducerEpoch)
+		testenv.WantCode(t, "AddPartitionsToTxn v1 of the fenced producer", c, kerr.InvalidProducerEpoch)
 	}
 	pr = produceReq(9, -1, "tx", 0, txnBatch(a.pid, a.epoch, 1))
 	pr.TransactionID = &a.id
@@ -142,7 +132,7 @@ func TestTxnAPIErrors(t *testing.T) {
 	}
 	// Unknown transactional id.
 	u := &txnWire{t: t, w: w, id: "unknown", pid: 5, epoch: 0}
-	wantCode(t, "EndTxn of an unknown id", u.end(3, true), kerr.InvalidProducerIDMapping)
+	testenv.WantCode(t, "EndTxn of an unknown id", u.end(3, true), kerr.InvalidProducerIDMapping)
 }
 
 // TestTxnOffsetCommitVisibility checks that offsets committed in a
@@ -153,7 +143,7 @@ func TestTxnOffsetCommitVisibility(t *testing.T) {
 	tp := createTopic(t, srv, "tx", 2)
 	w := dialWire(t, srv)
 	x := &txnWire{t: t, w: w, id: "t"}
-	wantCode(t, "init", x.init(), nil)
+	testenv.WantCode(t, "init", x.init(), nil)
 	commit := func(offset int64) int16 {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
 		req.Version, req.TransactionalID, req.Group = 3, x.id, "g"
@@ -172,17 +162,17 @@ func TestTxnOffsetCommitVisibility(t *testing.T) {
 		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "tx", Partitions: []int32{0}}}
 		return w.do(req).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
 	}
-	wantCode(t, "TxnOffsetCommit before AddOffsetsToTxn", commit(5), kerr.InvalidTxnState)
-	wantCode(t, "AddOffsetsToTxn", addOffsets(), nil)
-	wantCode(t, "TxnOffsetCommit", commit(5), nil)
+	testenv.WantCode(t, "TxnOffsetCommit before AddOffsetsToTxn", commit(5), kerr.InvalidTxnState)
+	testenv.WantCode(t, "AddOffsetsToTxn", addOffsets(), nil)
+	testenv.WantCode(t, "TxnOffsetCommit", commit(5), nil)
 	if got := fetch(false); got.Offset != -1 || got.ErrorCode != 0 {
 		t.Fatalf("offsets visible before the commit: %+v", got)
 	}
 	if got := fetch(true); got.ErrorCode != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("require_stable before the commit: %+v", got)
 	}
-	wantCode(t, "EndTxn commit", x.end(3, true), nil)
-	waitFor(t, "the committed offset", func() bool { return fetch(true).Offset == 5 })
+	testenv.WantCode(t, "EndTxn commit", x.end(3, true), nil)
+	testenv.Eventually(t, 10*time.Second, "the committed offset", func() bool { return fetch(true).Offset == 5 })
 
 	// Aborted: the offset stays at 5.
 	for range 100 {
@@ -190,25 +180,13 @@ func TestTxnOffsetCommitVisibility(t *testing.T) {
 			break
 		}
 	}
-	wantCode(t, "TxnOffsetCommit 2", commit(9), nil)
-	wantCode(t, "EndTxn abort", x.end(3, false), nil)
-	waitFor(t, "the abort", func() bool { return fetch(true).ErrorCode == 0 })
+	testenv.WantCode(t, "TxnOffsetCommit 2", commit(9), nil)
+	testenv.WantCode(t, "EndTxn abort", x.end(3, false), nil)
+	testenv.Eventually(t, 10*time.Second, "the abort", func() bool { return fetch(true).ErrorCode == 0 })
 	if got := fetch(true); got.Offset != 5 {
 		t.Fatalf("after the abort: %+v", got)
 	}
 	_ = tp
-}
-
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // partitionTopicID is the store id of a registered topic.

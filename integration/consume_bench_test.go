@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // BenchmarkConsume measures consume throughput from the kbroker binary in
@@ -274,7 +276,7 @@ func selfCPU(tb testing.TB) time.Duration {
 // once per test process.
 func kbrokerBinaryTB(tb testing.TB) string {
 	tb.Helper()
-	if testing.Short() && os.Getenv("KBROKER_SKIP_BINARY") == "1" {
+	if testing.Short() && testenv.Flag(tb, "KBROKER_SKIP_BINARY") {
 		tb.Skip("needs the kbroker binary: skipped under -short with KBROKER_SKIP_BINARY=1")
 	}
 	build.once.Do(func() {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // crashAck is a record the broker acknowledged: where it said it put it.
@@ -27,21 +27,14 @@ const crashWait = 30 * time.Second
 // TestBinaryCrashKill9: the binary in sync flush mode is killed with
 // SIGKILL while an idempotent kgo producer (acks=all) writes to a topic
 // with 3 partitions as fast as it can, then started again on the same data
-// directory (recovering after the crash), N times (KBROKER_BROKER_KILLS, 5
+// directory (recovering after the crash), N times (KBROKER_BINARY_KILLS, 5
 // by default). After each restart a consumer reads every partition from
 // the start: every record acknowledged in any round is at its acknowledged
 // partition and offset with its value, offsets are dense from 0, no value
 // appears twice, and ListOffsets' end offsets are the counts read.
 func TestBinaryCrashKill9(t *testing.T) {
 	t.Parallel()
-	kills := 5
-	if s := os.Getenv("KBROKER_BROKER_KILLS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("KBROKER_BROKER_KILLS=%q: want a positive number", s)
-		}
-		kills = n
-	}
+	kills := testenv.Count(t, "KBROKER_BINARY_KILLS", 5)
 	start := time.Now()
 	b := startBinary(t, "--flush", "sync")
 	topic := topicName(t)
@@ -137,20 +130,7 @@ func crashProduceAndKill(t *testing.T, b *binaryBroker, topic string, round int)
 	}
 	time.Sleep(time.Duration(200+rand.IntN(601)) * time.Millisecond)
 
-	select {
-	case <-b.exited:
-		t.Fatalf("round %d: kbroker exited on its own: %v", round, b.err)
-	default:
-	}
-	if err := b.cmd.Process.Kill(); err != nil {
-		t.Fatalf("round %d: SIGKILL: %v", round, err)
-	}
-	select {
-	case <-b.exited:
-	case <-time.After(crashWait):
-		t.Fatalf("round %d: kbroker still running %v after SIGKILL", round, crashWait)
-	}
-	b.cmd = nil // killed: the cleanup must not stop it again
+	b.kill9(t, fmt.Sprintf("round %d", round), crashWait)
 
 	// Stop the producer: records in flight fail, only acknowledged ones
 	// count.

@@ -14,7 +14,7 @@
 // splits, leaves and restarts, checking that every record is consumed
 // exactly once; TestGroupCrashKill9 kills the binary under a committing
 // member (KBROKER_GROUP_KILLS rounds, 3 by default). With
-// KBROKER_GROUP_DEBUG set, kgo logs at debug level and librdkafka with its
+// KBROKER_GROUP_DEBUG=1, kgo logs at debug level and librdkafka with its
 // cgrp debug context; a failed test prints its members' logs.
 //
 // The reliability tests (reliability_helpers_test.go) prove that the
@@ -33,7 +33,7 @@
 // checkpoint's durable position, consume queues past that or kept stale;
 // KBROKER_POWER_LOSS_ROUNDS, 2 by default); TestShutdown sends SIGTERM
 // under the load in each mode (KBROKER_SHUTDOWN_ROUNDS, 2 by default) and
-// wants a clean stop. KBROKER_REL_DEBUG prints the broker's log.
+// wants a clean stop. KBROKER_RELIABILITY_DEBUG=1 prints the broker's log.
 //
 // Hostile input and limits: TestHostileInput fuzzes the running binary
 // from 50 connections with mutated real request frames and hostile byte
@@ -44,4 +44,7 @@
 // max.connections.per.ip; TestDiskFullTmpfs fills a 64 MiB tmpfs under
 // the binary (root only). They read the broker's memory from
 // /proc/<pid>/status (Linux).
+//
+// docs/TESTING.md lists every KBROKER_* setting; internal/testenv reads
+// them.
 package integration

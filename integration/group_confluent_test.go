@@ -56,7 +56,7 @@ func startConfluentMember(t *testing.T, addr, group, topic, name, strategy strin
 	cfg["max.poll.interval.ms"] = 10000
 	cfg["fetch.wait.max.ms"] = int(groupFetchWait / time.Millisecond)
 	cfg["fetch.error.backoff.ms"] = 100
-	if groupDebug() {
+	if groupDebug(t) {
 		cfg["debug"] = "cgrp" // librdkafka logs to the test's stderr
 		cfg["log_level"] = 7
 	}

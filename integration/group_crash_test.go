@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestGroupCrashKill9: the binary in sync flush mode (offsets snapshotted
@@ -30,14 +30,7 @@ import (
 // offset.
 func TestGroupCrashKill9(t *testing.T) {
 	t.Parallel()
-	kills := 3
-	if s := os.Getenv("KBROKER_GROUP_KILLS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("KBROKER_GROUP_KILLS=%q: want a positive number", s)
-		}
-		kills = n
-	}
+	kills := testenv.Count(t, "KBROKER_GROUP_KILLS", 3)
 	start := time.Now()
 	o := groupOpts(map[string]string{"kbroker.offsets.snapshot.interval.ms": "200"})
 	o.flush = "sync"
@@ -100,7 +93,7 @@ func groupCrashRound(t *testing.T, b *binaryBroker, group, topic string, round i
 		kgo.ClientID(fmt.Sprintf("crash-%d", round)),
 		kgo.RequestTimeoutOverhead(2*time.Second),
 		kgo.RetryTimeout(2*time.Second),
-		kgo.WithLogger(kgo.BasicLogger(&log.buf, kgoGroupLogLevel(), nil)),
+		kgo.WithLogger(kgo.BasicLogger(&log.buf, kgoGroupLogLevel(t), nil)),
 	)...)
 	if err != nil {
 		t.Fatal(err)
@@ -189,20 +182,7 @@ func groupCrashRound(t *testing.T, b *binaryBroker, group, topic string, round i
 	} else {
 		time.Sleep(time.Duration(20+rand.IntN(281)) * time.Millisecond)
 	}
-	select {
-	case <-b.exited:
-		t.Fatalf("round %d: kbroker exited on its own: %v", round, b.err)
-	default:
-	}
-	if err := b.cmd.Process.Kill(); err != nil {
-		t.Fatalf("round %d: SIGKILL: %v", round, err)
-	}
-	select {
-	case <-b.exited:
-	case <-time.After(crashWait):
-		t.Fatalf("round %d: kbroker still running %v after SIGKILL", round, crashWait)
-	}
-	b.cmd = nil // killed: the cleanup must not stop it again
+	b.kill9(t, fmt.Sprintf("round %d", round), crashWait)
 
 	cancel()
 	select {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // Group timing of every client: short enough that rebalances and failure
@@ -38,7 +39,7 @@ const (
 // groupDebug: KBROKER_GROUP_DEBUG is set, so clients log their group
 // protocol in detail (kgo at debug level, librdkafka's cgrp debug
 // context); the logs are printed for failed tests.
-func groupDebug() bool { return os.Getenv("KBROKER_GROUP_DEBUG") != "" }
+func groupDebug(t testing.TB) bool { return testenv.Flag(t, "KBROKER_GROUP_DEBUG") }
 
 // groupBrokerProps are the broker settings of the group tests.
 var groupBrokerProps = map[string]string{

@@ -64,7 +64,7 @@ func startKcatMember(t *testing.T, addr, group, topic, name string, tally *group
 	t.Helper()
 	m := &kcatMember{name: name, assign: newAssignment(), log: newMemberLog(t, "kcat member "+name), done: make(chan struct{})}
 	args := append(kcatGroupArgs(addr, group, name), extra...)
-	if groupDebug() {
+	if groupDebug(t) {
 		args = append(args, "-d", "cgrp")
 	}
 	args = append(args, topic)

@@ -37,8 +37,8 @@ type kgoMember struct {
 
 // kgoGroupLogLevel is the level of kgo members' logs: info, debug with
 // KBROKER_GROUP_DEBUG.
-func kgoGroupLogLevel() kgo.LogLevel {
-	if groupDebug() {
+func kgoGroupLogLevel(t testing.TB) kgo.LogLevel {
+	if groupDebug(t) {
 		return kgo.LogLevelDebug
 	}
 	return kgo.LogLevelInfo
@@ -67,7 +67,7 @@ func startKgoMember(t *testing.T, addr, group, topic, name string, tally *groupT
 	m := &kgoMember{name: name, assign: newAssignment(), log: newMemberLog(t, "kgo member "+name), done: make(chan struct{})}
 	opts := append(groupKgoOpts(group, topic),
 		kgo.ClientID(name),
-		kgo.WithLogger(kgo.BasicLogger(&m.log.buf, kgoGroupLogLevel(), nil)),
+		kgo.WithLogger(kgo.BasicLogger(&m.log.buf, kgoGroupLogLevel(t), nil)),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
 			m.log.Printf("test: assigned %v", a)
 			m.assign.add(a[topic])

@@ -44,7 +44,7 @@ func startConfluent848Member(t *testing.T, addr, group, topic, name string, tall
 	cfg["max.poll.interval.ms"] = 10000
 	cfg["fetch.wait.max.ms"] = int(groupFetchWait / time.Millisecond)
 	cfg["fetch.error.backoff.ms"] = 100
-	if groupDebug() {
+	if groupDebug(t) {
 		cfg["debug"] = "cgrp"
 		cfg["log_level"] = 7
 	}

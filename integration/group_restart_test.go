@@ -77,7 +77,7 @@ func kgoConsumeExactly(t *testing.T, addr, group, topic, name string, n int, tal
 	cl, err := kgo.NewClient(append(groupKgoOpts(group, topic),
 		kgo.SeedBrokers(addr),
 		kgo.ClientID(name),
-		kgo.WithLogger(kgo.BasicLogger(&log.buf, kgoGroupLogLevel(), nil)),
+		kgo.WithLogger(kgo.BasicLogger(&log.buf, kgoGroupLogLevel(t), nil)),
 	)...)
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/internal/testenv"
 	kblog "github.com/kbroker/kbroker/log"
 )
 
@@ -52,7 +53,7 @@ func TestMain(m *testing.M) {
 // KBROKER_SKIP_BINARY=1 it skips the test instead.
 func kbrokerBinary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() && os.Getenv("KBROKER_SKIP_BINARY") == "1" {
+	if testing.Short() && testenv.Flag(t, "KBROKER_SKIP_BINARY") {
 		t.Skip("needs the kbroker binary: skipped under -short with KBROKER_SKIP_BINARY=1")
 	}
 	build.once.Do(func() {
@@ -286,6 +287,21 @@ func (b *binaryBroker) stop(t *testing.T) {
 		b.cmd.Process.Kill()
 		<-b.exited
 	}
+}
+
+// kill9 kills the broker with SIGKILL and waits for it to go, within
+// timeout; what names the moment in failures ("round 3"). The broker
+// must still be running: one that exited on its own is a failure, with
+// its exit error.
+func (b *binaryBroker) kill9(t testing.TB, what string, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-b.exited:
+		t.Fatalf("%s: kbroker exited on its own: %v", what, b.err)
+	default:
+	}
+	testenv.Kill9(t, what+": kbroker", b.cmd.Process, b.exited, timeout)
+	b.cmd = nil // killed: the cleanup must not stop it again
 }
 
 // lineWriter is a process's stdout: it hands the first line over.

@@ -34,6 +34,7 @@ import (
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/testenv"
 	"github.com/kbroker/kbroker/partition/batch"
 )
 
@@ -828,11 +829,11 @@ func bombFrames(rng *rand.Rand, env *hostileEnv, apis []hostileAPI) [][]byte {
 
 // TestHostileWriteCorpus writes testdata/hostile/*.bin, the inputs sent
 // first by TestHostileInput: each once found a bug or stands for a class
-// of attack worth keeping (run with KBROKER_HOSTILE_WRITE_CORPUS=1 to
+// of attack worth keeping (run with KBROKER_WRITE_HOSTILE_CORPUS=1 to
 // rewrite them).
 func TestHostileWriteCorpus(t *testing.T) {
-	if os.Getenv("KBROKER_HOSTILE_WRITE_CORPUS") == "" {
-		t.Skip("set KBROKER_HOSTILE_WRITE_CORPUS=1 to rewrite testdata/hostile")
+	if !testenv.Flag(t, "KBROKER_WRITE_HOSTILE_CORPUS") {
+		t.Skip("set KBROKER_WRITE_HOSTILE_CORPUS=1 to rewrite testdata/hostile")
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
 	framed := func(body []byte) []byte {

@@ -53,6 +53,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // Settings of the broker under attack.
@@ -62,34 +64,10 @@ const (
 	hostileConns      = 50       // hostile connections at once
 )
 
-func hostileSeed(t *testing.T) uint64 {
-	s := os.Getenv("KBROKER_HOSTILE_SEED")
-	if s == "" {
-		return 1
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		t.Fatalf("KBROKER_HOSTILE_SEED=%q: %v", s, err)
-	}
-	return n
-}
-
-func hostileDuration(t *testing.T) time.Duration {
-	s := os.Getenv("KBROKER_HOSTILE_DURATION")
-	if s == "" {
-		return 12 * time.Second
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		t.Fatalf("KBROKER_HOSTILE_DURATION=%q: %v", s, err)
-	}
-	return d
-}
-
 func TestHostileInput(t *testing.T) {
 	t.Parallel()
 	needProc(t)
-	seed, dur := hostileSeed(t), hostileDuration(t)
+	seed, dur := testenv.Seed(t, "KBROKER_HOSTILE_SEED", 1), testenv.Duration(t, "KBROKER_HOSTILE_DURATION", 12*time.Second)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	o := brokerOpts{props: map[string]string{
 		"socket.request.max.bytes":                                    strconv.Itoa(hostileMaxRequest),

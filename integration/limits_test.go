@@ -25,6 +25,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // needFDs raises this process's RLIMIT_NOFILE soft limit to at least n
@@ -416,13 +418,7 @@ func TestLimitsMaxConnections(t *testing.T) {
 	for _, nc := range first[:6] {
 		nc.Close()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !served(dial("127.0.0.3")) {
-		if time.Now().After(deadline) {
-			t.Fatal("no connection was served within 10 s after some were closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "a connection served after some were closed", func() bool { return served(dial("127.0.0.3")) })
 	produceKgo(t, b.Addr(), topicName(t), 20, nil, kgo.AllowAutoTopicCreation())
 	if n := strings.Count(b.logs.String(), "refused connection"); n < 2 {
 		t.Errorf("the broker logged %d refused connections, want at least 2", n)

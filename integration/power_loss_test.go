@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/testenv"
 	kblog "github.com/kbroker/kbroker/log"
 )
 
@@ -40,7 +41,7 @@ import (
 // broker). KBROKER_POWER_LOSS_ROUNDS rounds of each (2 by default).
 func TestPowerLoss(t *testing.T) {
 	t.Parallel()
-	rounds := relEnvCount(t, "KBROKER_POWER_LOSS_ROUNDS", 2)
+	rounds := testenv.Count(t, "KBROKER_POWER_LOSS_ROUNDS", 2)
 	for _, how := range []string{"garbage", "truncate", "log-only"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()

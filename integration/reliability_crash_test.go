@@ -7,6 +7,8 @@ package integration
 import (
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestReliabilityCrash: the binary under the full load (an idempotent
@@ -37,7 +39,7 @@ import (
 // commit interval, 200 ms), or if what survived is inconsistent.
 func TestReliabilityCrash(t *testing.T) {
 	t.Parallel()
-	kills := relEnvCount(t, "KBROKER_RELIABILITY_KILLS", 20)
+	kills := testenv.Count(t, "KBROKER_RELIABILITY_KILLS", 20)
 	for _, c := range []struct {
 		flush string
 		kills int

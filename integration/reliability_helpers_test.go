@@ -20,10 +20,8 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +31,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 const (
@@ -60,20 +60,6 @@ func relOpts(flush string) brokerOpts {
 	props["transaction.abort.timed.out.transaction.cleanup.interval.ms"] = "200"
 	props["kbroker.offsets.snapshot.interval.ms"] = "300"
 	return brokerOpts{flush: flush, props: props}
-}
-
-// relEnvCount is the positive number in environment variable name, or def.
-func relEnvCount(t *testing.T, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive number", name, s)
-	}
-	return n
 }
 
 // relAck is a record of the plain topic the broker acknowledged, and
@@ -455,7 +441,7 @@ func (r *relRun) consume(ctx context.Context, round int, l *relLoad, addCloser f
 		kgo.ClientID(fmt.Sprintf("rel-member-%d", round)),
 		kgo.RequestTimeoutOverhead(3*time.Second),
 		kgo.RetryTimeout(3*time.Second),
-		kgo.WithLogger(kgo.BasicLogger(&log.buf, kgoGroupLogLevel(), nil)),
+		kgo.WithLogger(kgo.BasicLogger(&log.buf, kgoGroupLogLevel(r.t), nil)),
 	)...)
 	if err != nil {
 		l.failf("member: %v", err)
@@ -531,7 +517,7 @@ func (r *relRun) transact(ctx context.Context, round int, l *relLoad, addCloser 
 		kgo.RetryTimeout(3*time.Second),
 		kgo.RecordDeliveryTimeout(5*time.Second),
 		kgo.ProduceRequestTimeout(3*time.Second),
-		kgo.WithLogger(kgo.BasicLogger(&log.buf, kgoGroupLogLevel(), nil)),
+		kgo.WithLogger(kgo.BasicLogger(&log.buf, kgoGroupLogLevel(r.t), nil)),
 	)
 	if err != nil {
 		l.failf("transactional producer: %v", err)
@@ -607,15 +593,7 @@ func (r *relRun) transact(ctx context.Context, round int, l *relLoad, addCloser 
 func (r *relRun) kill() {
 	t := r.t
 	t.Helper()
-	if err := r.b.cmd.Process.Kill(); err != nil {
-		t.Fatalf("SIGKILL: %v", err)
-	}
-	select {
-	case <-r.b.exited:
-	case <-time.After(relWait):
-		t.Fatalf("kbroker still running %v after SIGKILL", relWait)
-	}
-	r.b.cmd = nil // killed: the cleanup must not stop it again
+	r.b.kill9(t, "interruption", relWait)
 }
 
 // relBadLog finds what must not be in a broker's log: errors, panics,
@@ -1053,7 +1031,7 @@ func (r *relRun) verifyTxns(round int, adm *kadm.Client, final bool) {
 func (r *relRun) report(what string, took time.Duration) {
 	r.checkLog(what + ": the last run")
 	f := r.fig
-	if os.Getenv("KBROKER_REL_DEBUG") != "" {
+	if testenv.Flag(r.t, "KBROKER_RELIABILITY_DEBUG") {
 		r.t.Logf("log of the broker:\n%s", r.b.logs.String())
 	}
 	if aborted := strings.Count(r.b.logs.String(), "aborting a timed-out transaction"); aborted < f.txnHeld {

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestShutdown: the binary under the full load of
@@ -23,7 +25,7 @@ import (
 // hold.
 func TestShutdown(t *testing.T) {
 	t.Parallel()
-	rounds := relEnvCount(t, "KBROKER_SHUTDOWN_ROUNDS", 2)
+	rounds := testenv.Count(t, "KBROKER_SHUTDOWN_ROUNDS", 2)
 	for _, flush := range []string{"sync", "async", "pool"} {
 		t.Run(flush, func(t *testing.T) {
 			t.Parallel()

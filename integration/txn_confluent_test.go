@@ -51,7 +51,7 @@ func testTxnConfluent(t *testing.T, addr string) {
 	cfg["transaction.timeout.ms"] = int(txnTimeout / time.Millisecond)
 	cfg["message.timeout.ms"] = int(txnTimeout / time.Millisecond) // at most the transaction timeout
 	cfg["linger.ms"] = 5
-	txnConfluentDebug(cfg)
+	txnConfluentDebug(t, cfg)
 	p, err := ckafka.NewProducer(&cfg)
 	if err != nil {
 		t.Fatalf("confluent NewProducer: %v", err)
@@ -146,8 +146,8 @@ func testTxnConfluent(t *testing.T, addr string) {
 
 // txnConfluentDebug turns on librdkafka's transaction debugging in cfg
 // with KBROKER_TXN_DEBUG (to stderr).
-func txnConfluentDebug(cfg ckafka.ConfigMap) {
-	if txnDebug() {
+func txnConfluentDebug(t testing.TB, cfg ckafka.ConfigMap) {
+	if txnDebug(t) {
 		cfg["debug"] = "eos,protocol,msg"
 		cfg["log_level"] = 7
 	}
@@ -192,7 +192,7 @@ func txnConsumeConfluentInput(t *testing.T, addr, topic, group string, ends map[
 	cfg["enable.auto.commit"] = false
 	cfg["enable.auto.offset.store"] = false
 	cfg["fetch.wait.max.ms"] = 200
-	txnConfluentDebug(cfg)
+	txnConfluentDebug(t, cfg)
 	c, err := ckafka.NewConsumer(&cfg)
 	if err != nil {
 		t.Fatalf("confluent NewConsumer: %v", err)
@@ -246,7 +246,7 @@ func txnReadConfluent(t *testing.T, addr, topic string, partitions int32) map[in
 	cfg["enable.auto.offset.store"] = false
 	cfg["enable.partition.eof"] = true
 	cfg["fetch.wait.max.ms"] = 200
-	txnConfluentDebug(cfg)
+	txnConfluentDebug(t, cfg)
 	c, err := ckafka.NewConsumer(&cfg)
 	if err != nil {
 		t.Fatalf("confluent NewConsumer: %v", err)

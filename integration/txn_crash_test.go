@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // crashTxnOutcome is what a producer of TestTxnCrashKill9 knows of one of
@@ -108,14 +109,7 @@ const txnCrashTimeout = 3 * time.Second
 // acknowledged record exactly once.
 func TestTxnCrashKill9(t *testing.T) {
 	t.Parallel()
-	kills := 3
-	if s := os.Getenv("KBROKER_TXN_KILLS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("KBROKER_TXN_KILLS=%q: want a positive number", s)
-		}
-		kills = n
-	}
+	kills := testenv.Count(t, "KBROKER_TXN_KILLS", 3)
 	start := time.Now()
 	o := txnOpts()
 	o.flush = "sync"
@@ -191,7 +185,7 @@ func txnCrashRound(t *testing.T, b *binaryBroker, topic string, ids []string, ro
 			kgo.RequestTimeoutOverhead(2*time.Second),
 			kgo.RetryTimeout(2*time.Second),
 			kgo.RecordDeliveryTimeout(10*time.Second),
-			kgo.WithLogger(kgo.BasicLogger(&mlog.buf, kgoTxnLogLevel(), func() string { return time.Now().Format("15:04:05.000000 ") })),
+			kgo.WithLogger(kgo.BasicLogger(&mlog.buf, kgoTxnLogLevel(t), func() string { return time.Now().Format("15:04:05.000000 ") })),
 		)
 		if err != nil {
 			t.Fatal(err)
@@ -241,20 +235,7 @@ func txnCrashRound(t *testing.T, b *binaryBroker, topic string, ids []string, ro
 			time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
 		}
 	}
-	select {
-	case <-b.exited:
-		t.Fatalf("round %d: kbroker exited on its own: %v", round, b.err)
-	default:
-	}
-	if err := b.cmd.Process.Kill(); err != nil {
-		t.Fatalf("round %d: SIGKILL: %v", round, err)
-	}
-	select {
-	case <-b.exited:
-	case <-time.After(crashWait):
-		t.Fatalf("round %d: kbroker still running %v after SIGKILL", round, crashWait)
-	}
-	b.cmd = nil // killed: the cleanup must not stop it again
+	b.kill9(t, fmt.Sprintf("round %d", round), crashWait)
 
 	cancel()
 	select {

@@ -47,7 +47,7 @@ func startTxnSession(t *testing.T, addr, group, in, out, name string, tally *gro
 	s, err := kgo.NewGroupTransactSession(
 		kgo.SeedBrokers(addr),
 		kgo.ClientID(name),
-		kgo.WithLogger(kgo.BasicLogger(&m.log.buf, kgoTxnLogLevel(), nil)),
+		kgo.WithLogger(kgo.BasicLogger(&m.log.buf, kgoTxnLogLevel(t), nil)),
 		kgo.RequestTimeoutOverhead(5*time.Second),
 		kgo.RetryTimeout(10*time.Second),
 		kgo.TransactionalID(group+"."+name),

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -29,6 +28,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 const (
@@ -47,7 +48,7 @@ const (
 // txnDebug: KBROKER_TXN_DEBUG is set, so clients log their transactions
 // in detail (kgo at debug level, librdkafka with its eos,protocol,msg
 // debug contexts, sarama's logger); the logs are printed for failed tests.
-func txnDebug() bool { return os.Getenv("KBROKER_TXN_DEBUG") != "" }
+func txnDebug(t testing.TB) bool { return testenv.Flag(t, "KBROKER_TXN_DEBUG") }
 
 // txnBrokerProps are the broker settings of the transaction tests:
 // timed-out transactions are looked for every 500 ms (instead of 10 s),
@@ -66,8 +67,8 @@ func txnOpts() brokerOpts {
 
 // kgoTxnLogLevel is the level of kgo clients' logs: info, debug with
 // KBROKER_TXN_DEBUG.
-func kgoTxnLogLevel() kgo.LogLevel {
-	if txnDebug() {
+func kgoTxnLogLevel(t testing.TB) kgo.LogLevel {
+	if txnDebug(t) {
 		return kgo.LogLevelDebug
 	}
 	return kgo.LogLevelInfo
@@ -87,7 +88,7 @@ func newTxnProducer(t *testing.T, addr, topic, id string, timeout time.Duration,
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0),
 		kgo.ClientID(id),
-		kgo.WithLogger(kgo.BasicLogger(&log.buf, kgoTxnLogLevel(), nil)),
+		kgo.WithLogger(kgo.BasicLogger(&log.buf, kgoTxnLogLevel(t), nil)),
 	}, extra...)
 	return newKgo(t, addr, opts...)
 }

@@ -25,7 +25,7 @@ import (
 // read_uncommitted one reads all; the group's offsets are those of the
 // committed transaction. All of it again after a clean restart.
 func TestTxnSarama(t *testing.T) {
-	if txnDebug() {
+	if txnDebug(t) {
 		// Before t.Parallel: no other test's sarama client reads it now.
 		sarama.Logger = log.New(os.Stderr, "[sarama] ", log.Lmicroseconds)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/internal/testenv"
 	"github.com/kbroker/kbroker/protocol"
 )
 
@@ -122,16 +123,12 @@ var debugAddrRE = regexp.MustCompile(`debug listening on.*?"addr": ?"([^"]+)"`)
 // a little.
 func awaitDebugAddr(tb testing.TB, log *lockedBuffer) string {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m := debugAddrRE.FindStringSubmatch(log.String()); m != nil {
-			return m[1]
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("no \"debug listening on\" line in the log:\n%s", log)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var m []string
+	testenv.Eventually(tb, 10*time.Second, "a \"debug listening on\" line in the log", func() bool {
+		m = debugAddrRE.FindStringSubmatch(log.String())
+		return m != nil
+	})
+	return m[1]
 }
 
 // debugVars is what the tests read of kbroker's /debug/vars.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // The crash test re-executes the test binary as a child that appends in
@@ -21,12 +23,11 @@ import (
 // with SIGKILL at a random moment, recovers the log, and checks that every
 // reported entry is intact and the log ends on an entry boundary.
 //
-// KBROKER_CRASH_KILLS sets the number of kills (default 20); run more by
-// hand, e.g. KBROKER_CRASH_KILLS=500 go test -run TestCrashKill9 ./log/.
+// KBROKER_STORE_KILLS sets the number of kills (default 20); run more by
+// hand, e.g. KBROKER_STORE_KILLS=500 go test -run TestCrashKill9 ./log/.
 const (
-	crashDirEnv   = "KBROKER_LOG_CRASH_CHILD_DIR"
-	crashRunEnv   = "KBROKER_LOG_CRASH_CHILD_RUN"
-	crashKillsEnv = "KBROKER_CRASH_KILLS"
+	crashDirEnv = "KBROKER_LOG_CRASH_CHILD_DIR"
+	crashRunEnv = "KBROKER_LOG_CRASH_CHILD_RUN"
 )
 
 // crashConfig is the log's configuration in run; runs alternate between
@@ -106,10 +107,7 @@ func TestCrashKill9(t *testing.T) {
 	if os.Getenv(crashDirEnv) != "" {
 		t.Skip("in the child")
 	}
-	kills := 20
-	if s := os.Getenv(crashKillsEnv); s != "" {
-		kills, _ = strconv.Atoi(s)
-	}
+	kills := testenv.Count(t, "KBROKER_STORE_KILLS", 20)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

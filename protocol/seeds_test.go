@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // seedDir is where go test reads FuzzParseRequest's corpus.
@@ -39,7 +41,7 @@ func maxSeedsPerAPI(key int16) int {
 //
 //	KBROKER_WRITE_FUZZ_SEEDS=1 go test -run TestWriteFuzzSeeds ./protocol/
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("KBROKER_WRITE_FUZZ_SEEDS") != "1" {
+	if !testenv.Flag(t, "KBROKER_WRITE_FUZZ_SEEDS") {
 		t.Skip("set KBROKER_WRITE_FUZZ_SEEDS=1 to capture the seed corpus")
 	}
 	// The newest versions, then those of Kafka 2.0 (before flexible

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestConfigValues checks each config's parsing and rule: a value is either
@@ -116,13 +118,13 @@ func TestConfigValues(t *testing.T) {
 		c, err := NewConfigs(map[string]*string{tt.name: strp(tt.value)}, KafkaDefaults())
 		what := tt.name + "=" + tt.value
 		if tt.want == bad {
-			wantCode(t, what, err, kerr.InvalidConfig)
+			testenv.WantErr(t, what, err, kerr.InvalidConfig)
 			if !strings.Contains(err.Error(), tt.name) {
 				t.Errorf("%s: error %q does not name the config", what, err)
 			}
 			continue
 		}
-		wantCode(t, what, err, nil)
+		testenv.WantErr(t, what, err, nil)
 		if got, _ := c.Override(tt.name); got != tt.want {
 			t.Errorf("%s: stored %q, want %q", what, got, tt.want)
 		}
@@ -149,7 +151,7 @@ func TestConfigErrorMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := NewConfigs(tt.configs, KafkaDefaults())
-		wantCode(t, tt.want, err, kerr.InvalidConfig)
+		testenv.WantErr(t, tt.want, err, kerr.InvalidConfig)
 		var te *Error
 		if !errors.As(err, &te) || !strings.Contains(te.Detail, tt.want) {
 			t.Errorf("got %v, want a detail containing %q", err, tt.want)

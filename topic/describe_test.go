@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 func TestDescribeSources(t *testing.T) {
@@ -112,7 +114,7 @@ func TestRegistryDescribeConfigs(t *testing.T) {
 		}
 	}
 	_, err = r.DescribeConfigs("missing")
-	wantCode(t, "DescribeConfigs(missing)", err, kerr.UnknownTopicOrPartition)
+	testenv.WantErr(t, "DescribeConfigs(missing)", err, kerr.UnknownTopicOrPartition)
 	_, err = r.DescribeConfigs("bad name")
-	wantCode(t, "DescribeConfigs(bad name)", err, kerr.InvalidTopicException)
+	testenv.WantErr(t, "DescribeConfigs(bad name)", err, kerr.InvalidTopicException)
 }

@@ -1,12 +1,10 @@
 package topic
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/goleak"
 )
 
@@ -37,17 +35,6 @@ func mustCreate(t *testing.T, r *Registry, name string, partitions int32, config
 		t.Fatalf("Create(%q, %d): %v", name, partitions, err)
 	}
 	return tp
-}
-
-// wantCode checks that err wraps the Kafka error want (nil for success).
-func wantCode(t *testing.T, what string, err error, want *kerr.Error) {
-	t.Helper()
-	switch {
-	case want == nil && err != nil:
-		t.Fatalf("%s: got error %v, want success", what, err)
-	case want != nil && !errors.Is(err, want):
-		t.Fatalf("%s: got error %v, want %s", what, err, want.Message)
-	}
 }
 
 // sameTopics compares two topic lists field by field.

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 func TestValidateName(t *testing.T) {
@@ -37,10 +39,10 @@ func TestValidateName(t *testing.T) {
 	for _, tt := range tests {
 		err := ValidateName(tt.name)
 		if tt.valid {
-			wantCode(t, "ValidateName("+tt.name+")", err, nil)
+			testenv.WantErr(t, "ValidateName("+tt.name+")", err, nil)
 			continue
 		}
-		wantCode(t, "ValidateName("+strconv.Quote(tt.name)+")", err, kerr.InvalidTopicException)
+		testenv.WantErr(t, "ValidateName("+strconv.Quote(tt.name)+")", err, kerr.InvalidTopicException)
 		if !strings.HasPrefix(err.Error(), "topic: topic name is invalid") {
 			t.Errorf("ValidateName(%q) = %q, want a \"topic: topic name is invalid\" message", tt.name, err)
 		}

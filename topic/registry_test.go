@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 func TestCreate(t *testing.T) {
@@ -42,7 +44,7 @@ func TestCreate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := r.Create(tt.name, tt.partitions, tt.configs, false)
-		wantCode(t, tt.what, err, tt.want)
+		testenv.WantErr(t, tt.what, err, tt.want)
 		if tt.want != nil {
 			if got.Name != "" {
 				t.Errorf("%s: got topic %+v with the error", tt.what, got)
@@ -92,7 +94,7 @@ func TestCreateValidateOnly(t *testing.T) {
 		t.Fatalf("validate-only Create changed something: get %t, calls %d, files %v", ok, calls, listDir(t, dir))
 	}
 	_, err = r.Create("bad name", 1, nil, true)
-	wantCode(t, "validate-only with a bad name", err, kerr.InvalidTopicException)
+	testenv.WantErr(t, "validate-only with a bad name", err, kerr.InvalidTopicException)
 }
 
 func TestInternalTopics(t *testing.T) {
@@ -103,15 +105,15 @@ func TestInternalTopics(t *testing.T) {
 		t.Fatalf("CreateInternal = %+v, %v", tp, err)
 	}
 	_, err = r.CreateInternal(GroupMetadataTopic, 50, nil)
-	wantCode(t, "CreateInternal twice", err, kerr.TopicAlreadyExists)
+	testenv.WantErr(t, "CreateInternal twice", err, kerr.TopicAlreadyExists)
 	_, err = r.CreateInternal("orders", 1, nil)
-	wantCode(t, "CreateInternal(orders)", err, kerr.InvalidRequest)
+	testenv.WantErr(t, "CreateInternal(orders)", err, kerr.InvalidRequest)
 	_, err = r.CreateInternal(ClusterMetadataTopic, 1, nil)
-	wantCode(t, "CreateInternal(__cluster_metadata)", err, kerr.InvalidRequest)
+	testenv.WantErr(t, "CreateInternal(__cluster_metadata)", err, kerr.InvalidRequest)
 	_, err = r.Delete(GroupMetadataTopic)
-	wantCode(t, "Delete(internal)", err, kerr.InvalidRequest)
+	testenv.WantErr(t, "Delete(internal)", err, kerr.InvalidRequest)
 	_, err = r.CreatePartitions(GroupMetadataTopic, 60, false)
-	wantCode(t, "CreatePartitions(internal)", err, kerr.InvalidRequest)
+	testenv.WantErr(t, "CreatePartitions(internal)", err, kerr.InvalidRequest)
 	// Configs of an internal topic may be altered, as in Kafka.
 	if _, err := r.AlterConfigs(GroupMetadataTopic, map[string]*string{"retention.ms": strp("1000")}, false); err != nil {
 		t.Fatal(err)
@@ -126,7 +128,7 @@ func TestDelete(t *testing.T) {
 	r, _ := newTestRegistry(t)
 	first := mustCreate(t, r, "orders", 2, nil)
 	_, err := r.Delete("missing")
-	wantCode(t, "Delete(missing)", err, kerr.UnknownTopicOrPartition)
+	testenv.WantErr(t, "Delete(missing)", err, kerr.UnknownTopicOrPartition)
 	gone, err := r.Delete("orders")
 	if err != nil || gone.ID != first.ID {
 		t.Fatalf("Delete = %+v, %v; want the deleted topic", gone, err)
@@ -138,7 +140,7 @@ func TestDelete(t *testing.T) {
 		t.Fatal("ByID finds a deleted topic")
 	}
 	_, err = r.Delete("orders")
-	wantCode(t, "Delete twice", err, kerr.UnknownTopicOrPartition)
+	testenv.WantErr(t, "Delete twice", err, kerr.UnknownTopicOrPartition)
 	// A name freed by Delete can be taken again, with a new id (KIP-516).
 	again := mustCreate(t, r, "orders", 1, nil)
 	if again.ID == first.ID {
@@ -174,7 +176,7 @@ func TestCreatePartitions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := r.CreatePartitions(tt.name, tt.total, tt.validateOnly)
-		wantCode(t, tt.what, err, tt.want)
+		testenv.WantErr(t, tt.what, err, tt.want)
 		if err == nil && got.Partitions != tt.total {
 			t.Errorf("%s: returned %d partitions, want %d", tt.what, got.Partitions, tt.total)
 		}
@@ -224,7 +226,7 @@ func TestAlterConfigs(t *testing.T) {
 		{"empty topic name", "", nil, false, kerr.InvalidRequest},
 	} {
 		res, err := r.AlterConfigs(tt.name, tt.configs, tt.valOnly)
-		wantCode(t, tt.what, err, tt.want)
+		testenv.WantErr(t, tt.what, err, tt.want)
 		if tt.valOnly && res.Configs.RetentionMs() != 3000 {
 			t.Errorf("%s: returned %d, want the would-be 3000", tt.what, res.Configs.RetentionMs())
 		}
@@ -312,7 +314,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	}
 	for _, s := range steps {
 		res, err := r.IncrementalAlterConfigs("orders", s.ops, s.valOnly)
-		wantCode(t, s.what, err, s.want)
+		testenv.WantErr(t, s.what, err, s.want)
 		check(s.what, s.after)
 		if s.valOnly && res.Configs.RetentionBytes() != 1 {
 			t.Errorf("%s: returned retention.bytes %d, want the would-be 1", s.what, res.Configs.RetentionBytes())
@@ -324,7 +326,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	last := steps[len(steps)-1].after
 	for _, s := range errSteps {
 		_, err := r.IncrementalAlterConfigs(s.name, s.ops, false)
-		wantCode(t, s.what, err, s.want)
+		testenv.WantErr(t, s.what, err, s.want)
 		check(s.what, last)
 	}
 	_, err := r.IncrementalAlterConfigs("orders", []AlterOp{op("retention.ms", OpAppend, strp("1"))}, false)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/internal/testenv"
 	"github.com/kbroker/kbroker/partition"
 )
 
@@ -20,22 +21,22 @@ func TestCommitAndAbort(t *testing.T) {
 			t.Fatalf("new id: epoch %d, want 0", epoch)
 		}
 		e.wantState("a", Empty, pid, 0)
-		wantCode(t, "end in Empty", e.end("a", pid, epoch, true), kerr.InvalidTxnState)
+		testenv.WantErr(t, "end in Empty", e.end("a", pid, epoch, true), kerr.InvalidTxnState)
 
-		wantCode(t, "add", e.add("a", pid, epoch, tp("t", 1), tp("t", 0)), nil)
-		wantCode(t, "add again", e.add("a", pid, epoch, tp("t", 0)), nil) // already in: at once
-		wantCode(t, "add more", e.add("a", pid, epoch, tp("u", 0)), nil)
+		testenv.WantErr(t, "add", e.add("a", pid, epoch, tp("t", 1), tp("t", 0)), nil)
+		testenv.WantErr(t, "add again", e.add("a", pid, epoch, tp("t", 0)), nil) // already in: at once
+		testenv.WantErr(t, "add more", e.add("a", pid, epoch, tp("u", 0)), nil)
 		d := e.describe("a")
 		if d.State != Ongoing || !slices.Equal(d.Partitions, []TopicPartition{tp("t", 0), tp("t", 1), tp("u", 0)}) || d.StartTimeMs <= 0 || d.TimeoutMs != testTimeoutMs {
 			t.Fatalf("after add: %+v", d)
 		}
-		wantCode(t, "verify", e.c.Verify("a", pid, epoch, tp("t", 1)), nil)
-		wantCode(t, "verify other", e.c.Verify("a", pid, epoch, tp("t", 2)), kerr.TransactionAbortable)
-		wantCode(t, "verify old epoch", e.c.Verify("a", pid, epoch-1, tp("t", 1)), kerr.ProducerFenced)
-		wantCode(t, "verify other pid", e.c.Verify("a", pid+1, epoch, tp("t", 1)), kerr.InvalidProducerIDMapping)
-		wantCode(t, "verify unknown", e.c.Verify("zz", pid, epoch, tp("t", 1)), kerr.InvalidProducerIDMapping)
+		testenv.WantErr(t, "verify", e.c.Verify("a", pid, epoch, tp("t", 1)), nil)
+		testenv.WantErr(t, "verify other", e.c.Verify("a", pid, epoch, tp("t", 2)), kerr.TransactionAbortable)
+		testenv.WantErr(t, "verify old epoch", e.c.Verify("a", pid, epoch-1, tp("t", 1)), kerr.ProducerFenced)
+		testenv.WantErr(t, "verify other pid", e.c.Verify("a", pid+1, epoch, tp("t", 1)), kerr.InvalidProducerIDMapping)
+		testenv.WantErr(t, "verify unknown", e.c.Verify("zz", pid, epoch, tp("t", 1)), kerr.InvalidProducerIDMapping)
 
-		wantCode(t, "commit", e.end("a", pid, epoch, true), nil)
+		testenv.WantErr(t, "commit", e.end("a", pid, epoch, true), nil)
 		settle()
 		calls := e.markers.get()
 		if len(calls) != 1 || !calls[0].Commit || calls[0].PID != pid || calls[0].Epoch != epoch ||
@@ -46,21 +47,21 @@ func TestCommitAndAbort(t *testing.T) {
 		if d := e.describe("a"); len(d.Partitions) != 0 {
 			t.Fatalf("partitions after commit: %v", d.Partitions)
 		}
-		wantCode(t, "commit retried", e.end("a", pid, epoch, true), nil)
-		wantCode(t, "abort after commit", e.end("a", pid, epoch, false), kerr.InvalidTxnState)
-		wantCode(t, "verify after commit", e.c.Verify("a", pid, epoch, tp("t", 1)), kerr.TransactionAbortable)
+		testenv.WantErr(t, "commit retried", e.end("a", pid, epoch, true), nil)
+		testenv.WantErr(t, "abort after commit", e.end("a", pid, epoch, false), kerr.InvalidTxnState)
+		testenv.WantErr(t, "verify after commit", e.c.Verify("a", pid, epoch, tp("t", 1)), kerr.TransactionAbortable)
 
 		// The next transaction on the same epoch, aborted.
-		wantCode(t, "add", e.add("a", pid, epoch, tp("t", 5)), nil)
-		wantCode(t, "abort", e.end("a", pid, epoch, false), nil)
+		testenv.WantErr(t, "add", e.add("a", pid, epoch, tp("t", 5)), nil)
+		testenv.WantErr(t, "abort", e.end("a", pid, epoch, false), nil)
 		settle()
 		calls = e.markers.get()
 		if len(calls) != 2 || calls[1].Commit || !slices.Equal(calls[1].Partitions, []TopicPartition{tp("t", 5)}) {
 			t.Fatalf("markers %v", calls)
 		}
 		e.wantState("a", CompleteAbort, pid, epoch)
-		wantCode(t, "abort retried", e.end("a", pid, epoch, false), nil)
-		wantCode(t, "commit after abort", e.end("a", pid, epoch, true), kerr.InvalidTxnState)
+		testenv.WantErr(t, "abort retried", e.end("a", pid, epoch, false), nil)
+		testenv.WantErr(t, "commit after abort", e.end("a", pid, epoch, true), kerr.InvalidTxnState)
 		if len(e.markers.get()) != 2 {
 			t.Fatal("a retried EndTxn wrote markers")
 		}
@@ -70,16 +71,16 @@ func TestCommitAndAbort(t *testing.T) {
 func TestRequestErrors(t *testing.T) {
 	run(t, partition.FlushAsync, func(t *testing.T, e *env) {
 		pid, epoch := e.mustInit("a")
-		wantCode(t, "add unknown id", e.add("nope", pid, epoch, tp("t", 0)), kerr.InvalidProducerIDMapping)
-		wantCode(t, "add other pid", e.add("a", pid+1, epoch, tp("t", 0)), kerr.InvalidProducerIDMapping)
-		wantCode(t, "add other epoch", e.add("a", pid, epoch+1, tp("t", 0)), kerr.ProducerFenced)
-		wantCode(t, "add empty id", e.add("", pid, epoch, tp("t", 0)), kerr.InvalidRequest)
-		wantCode(t, "end unknown id", e.end("nope", pid, epoch, true), kerr.InvalidProducerIDMapping)
-		wantCode(t, "end other pid", e.end("a", pid+1, epoch, true), kerr.InvalidProducerIDMapping)
-		wantCode(t, "end other epoch", e.end("a", pid, epoch+1, false), kerr.ProducerFenced)
-		wantCode(t, "end empty id", e.end("", pid, epoch, true), kerr.InvalidRequest)
-		wantCode(t, "verify empty id", e.c.Verify("", pid, epoch, tp("t", 0)), kerr.InvalidRequest)
-		wantCode(t, "add nothing", e.add("a", pid, epoch), nil)
+		testenv.WantErr(t, "add unknown id", e.add("nope", pid, epoch, tp("t", 0)), kerr.InvalidProducerIDMapping)
+		testenv.WantErr(t, "add other pid", e.add("a", pid+1, epoch, tp("t", 0)), kerr.InvalidProducerIDMapping)
+		testenv.WantErr(t, "add other epoch", e.add("a", pid, epoch+1, tp("t", 0)), kerr.ProducerFenced)
+		testenv.WantErr(t, "add empty id", e.add("", pid, epoch, tp("t", 0)), kerr.InvalidRequest)
+		testenv.WantErr(t, "end unknown id", e.end("nope", pid, epoch, true), kerr.InvalidProducerIDMapping)
+		testenv.WantErr(t, "end other pid", e.end("a", pid+1, epoch, true), kerr.InvalidProducerIDMapping)
+		testenv.WantErr(t, "end other epoch", e.end("a", pid, epoch+1, false), kerr.ProducerFenced)
+		testenv.WantErr(t, "end empty id", e.end("", pid, epoch, true), kerr.InvalidRequest)
+		testenv.WantErr(t, "verify empty id", e.c.Verify("", pid, epoch, tp("t", 0)), kerr.InvalidRequest)
+		testenv.WantErr(t, "add nothing", e.add("a", pid, epoch), nil)
 		e.wantState("a", Empty, pid, epoch)
 
 		for _, c := range []struct {
@@ -97,13 +98,13 @@ func TestRequestErrors(t *testing.T) {
 			ch := make(chan InitResult, 1)
 			e.c.InitProducerID(c.req, func(r InitResult) { ch <- r })
 			r := <-ch
-			wantCode(t, c.name, r.Err, c.code)
+			testenv.WantErr(t, c.name, r.Err, c.code)
 			if r.ProducerID != -1 || r.Epoch != -1 {
 				t.Errorf("%s: got pid %d epoch %d with an error", c.name, r.ProducerID, r.Epoch)
 			}
 		}
 		r := e.init("b", 15*60*1000, -1, -1) // the maximum itself is fine
-		wantCode(t, "max timeout", r.Err, nil)
+		testenv.WantErr(t, "max timeout", r.Err, nil)
 	})
 }
 
@@ -111,10 +112,10 @@ func TestProducerIDAllocationFails(t *testing.T) {
 	run(t, partition.FlushAsync, func(t *testing.T, e *env) {
 		plain := errors.New("disk on fire")
 		e.pidErr.Store(&plain)
-		wantCode(t, "plain error", e.init("a", 1000, -1, -1).Err, kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "plain error", e.init("a", 1000, -1, -1).Err, kerr.CoordinatorNotAvailable)
 		coded := error(kerr.CoordinatorLoadInProgress)
 		e.pidErr.Store(&coded)
-		wantCode(t, "coded error", e.init("a", 1000, -1, -1).Err, kerr.CoordinatorLoadInProgress)
+		testenv.WantErr(t, "coded error", e.init("a", 1000, -1, -1).Err, kerr.CoordinatorLoadInProgress)
 		if d := e.describe("a"); !errors.Is(d.Err, kerr.TransactionalIDNotFound) {
 			t.Fatalf("a failed allocation left %+v", d)
 		}
@@ -135,18 +136,18 @@ func TestFencedByInitProducerID(t *testing.T) {
 		if e1 != e0+1 {
 			t.Fatalf("second init: epoch %d, want %d", e1, e0+1)
 		}
-		wantCode(t, "old producer adds", e.add("a", pid, e0, tp("t", 0)), kerr.ProducerFenced)
-		wantCode(t, "new producer adds", e.add("a", pid, e1, tp("t", 0), tp("t", 1)), nil)
+		testenv.WantErr(t, "old producer adds", e.add("a", pid, e0, tp("t", 0)), kerr.ProducerFenced)
+		testenv.WantErr(t, "new producer adds", e.add("a", pid, e1, tp("t", 0), tp("t", 1)), nil)
 
 		// With a transaction open: abort with epoch e1+1 first.
 		e.markers.setHold(true)
 		r := e.init("a", testTimeoutMs, -1, -1)
-		wantCode(t, "init with an open transaction", r.Err, kerr.ConcurrentTransactions)
+		testenv.WantErr(t, "init with an open transaction", r.Err, kerr.ConcurrentTransactions)
 		e.wantState("a", PrepareAbort, pid, e1+1)
-		wantCode(t, "fenced producer adds", e.add("a", pid, e1, tp("t", 2)), kerr.ProducerFenced)
-		wantCode(t, "fenced producer commits", e.end("a", pid, e1, true), kerr.ProducerFenced)
-		wantCode(t, "fenced producer verifies", e.c.Verify("a", pid, e1, tp("t", 0)), kerr.ProducerFenced)
-		wantCode(t, "init while aborting", e.init("a", testTimeoutMs, -1, -1).Err, kerr.ConcurrentTransactions)
+		testenv.WantErr(t, "fenced producer adds", e.add("a", pid, e1, tp("t", 2)), kerr.ProducerFenced)
+		testenv.WantErr(t, "fenced producer commits", e.end("a", pid, e1, true), kerr.ProducerFenced)
+		testenv.WantErr(t, "fenced producer verifies", e.c.Verify("a", pid, e1, tp("t", 0)), kerr.ProducerFenced)
+		testenv.WantErr(t, "init while aborting", e.init("a", testTimeoutMs, -1, -1).Err, kerr.ConcurrentTransactions)
 		settle()
 		calls := e.markers.get()
 		if len(calls) != 1 || calls[0].Commit || calls[0].Epoch != e1+1 || !slices.Equal(calls[0].Partitions, []TopicPartition{tp("t", 0), tp("t", 1)}) {
@@ -168,16 +169,16 @@ func TestFencedByInitProducerID(t *testing.T) {
 func TestConcurrentTransitions(t *testing.T) {
 	run(t, partition.FlushAsync, func(t *testing.T, e *env) {
 		pid, epoch := e.mustInit("a")
-		wantCode(t, "add", e.add("a", pid, epoch, tp("t", 0)), nil)
+		testenv.WantErr(t, "add", e.add("a", pid, epoch, tp("t", 0)), nil)
 		e.markers.setHold(true)
-		wantCode(t, "commit", e.end("a", pid, epoch, true), nil)
+		testenv.WantErr(t, "commit", e.end("a", pid, epoch, true), nil)
 		settle()
 		e.wantState("a", PrepareCommit, pid, epoch)
-		wantCode(t, "commit again", e.end("a", pid, epoch, true), kerr.ConcurrentTransactions)
-		wantCode(t, "abort", e.end("a", pid, epoch, false), kerr.ConcurrentTransactions) // completing: in flight
-		wantCode(t, "add", e.add("a", pid, epoch, tp("t", 1)), kerr.ConcurrentTransactions)
-		wantCode(t, "init", e.init("a", testTimeoutMs, -1, -1).Err, kerr.ConcurrentTransactions)
-		wantCode(t, "verify", e.c.Verify("a", pid, epoch, tp("t", 0)), kerr.ConcurrentTransactions)
+		testenv.WantErr(t, "commit again", e.end("a", pid, epoch, true), kerr.ConcurrentTransactions)
+		testenv.WantErr(t, "abort", e.end("a", pid, epoch, false), kerr.ConcurrentTransactions) // completing: in flight
+		testenv.WantErr(t, "add", e.add("a", pid, epoch, tp("t", 1)), kerr.ConcurrentTransactions)
+		testenv.WantErr(t, "init", e.init("a", testTimeoutMs, -1, -1).Err, kerr.ConcurrentTransactions)
+		testenv.WantErr(t, "verify", e.c.Verify("a", pid, epoch, tp("t", 0)), kerr.ConcurrentTransactions)
 		e.markers.release()
 		settle()
 		e.wantState("a", CompleteCommit, pid, epoch)
@@ -185,17 +186,17 @@ func TestConcurrentTransitions(t *testing.T) {
 		// In PrepareCommit with nothing in flight (as after a restart
 		// before the markers): the same decision is retriable, the
 		// opposite one is not.
-		wantCode(t, "add", e.add("a", pid, epoch, tp("t", 0)), nil)
+		testenv.WantErr(t, "add", e.add("a", pid, epoch, tp("t", 0)), nil)
 		e.c.mu.Lock()
 		e.c.mu.txns["a"].state = PrepareCommit
 		e.c.mu.Unlock()
-		wantCode(t, "commit in PrepareCommit", e.end("a", pid, epoch, true), kerr.ConcurrentTransactions)
-		wantCode(t, "abort in PrepareCommit", e.end("a", pid, epoch, false), kerr.InvalidTxnState)
+		testenv.WantErr(t, "commit in PrepareCommit", e.end("a", pid, epoch, true), kerr.ConcurrentTransactions)
+		testenv.WantErr(t, "abort in PrepareCommit", e.end("a", pid, epoch, false), kerr.InvalidTxnState)
 		e.c.mu.Lock()
 		e.c.mu.txns["a"].state = PrepareAbort
 		e.c.mu.Unlock()
-		wantCode(t, "abort in PrepareAbort", e.end("a", pid, epoch, false), kerr.ConcurrentTransactions)
-		wantCode(t, "commit in PrepareAbort", e.end("a", pid, epoch, true), kerr.InvalidTxnState)
+		testenv.WantErr(t, "abort in PrepareAbort", e.end("a", pid, epoch, false), kerr.ConcurrentTransactions)
+		testenv.WantErr(t, "commit in PrepareAbort", e.end("a", pid, epoch, true), kerr.InvalidTxnState)
 	})
 }
 
@@ -205,13 +206,13 @@ func TestTransactionTimeout(t *testing.T) {
 	run(t, partition.FlushAsync, func(t *testing.T, e *env) {
 		r := e.init("a", 5000, -1, -1)
 		pid, epoch := r.ProducerID, r.Epoch
-		wantCode(t, "add", e.add("a", pid, epoch, tp("t", 0)), nil)
+		testenv.WantErr(t, "add", e.add("a", pid, epoch, tp("t", 0)), nil)
 		start := time.Now()
 		time.Sleep(4 * time.Second)
 		settle()
 		e.wantState("a", Ongoing, pid, epoch)
 		// Activity does not extend the timeout: it runs from the start.
-		wantCode(t, "add more", e.add("a", pid, epoch, tp("t", 1)), nil)
+		testenv.WantErr(t, "add more", e.add("a", pid, epoch, tp("t", 1)), nil)
 		time.Sleep(2500 * time.Millisecond) // the check after 5 s from the start
 		settle()
 		calls := e.markers.get()
@@ -222,10 +223,10 @@ func TestTransactionTimeout(t *testing.T) {
 			t.Fatalf("aborted %v after the start, want within a check after 5s", d)
 		}
 		e.wantState("a", CompleteAbort, pid, epoch+1)
-		wantCode(t, "old producer commits", e.end("a", pid, epoch, true), kerr.ProducerFenced)
-		wantCode(t, "old producer adds", e.add("a", pid, epoch, tp("t", 0)), kerr.ProducerFenced)
+		testenv.WantErr(t, "old producer commits", e.end("a", pid, epoch, true), kerr.ProducerFenced)
+		testenv.WantErr(t, "old producer adds", e.add("a", pid, epoch, tp("t", 0)), kerr.ProducerFenced)
 		// KIP-360: the old producer cannot recover with its epoch.
-		wantCode(t, "old producer recovers", e.init("a", 5000, pid, epoch).Err, kerr.ProducerFenced)
+		testenv.WantErr(t, "old producer recovers", e.init("a", 5000, pid, epoch).Err, kerr.ProducerFenced)
 		// A new producer instance starts over.
 		r = e.init("a", 5000, -1, -1)
 		if r.Err != nil || r.Epoch != epoch+2 {
@@ -246,11 +247,11 @@ func TestTransactionTimeout(t *testing.T) {
 func TestMarkerRetryBackoff(t *testing.T) {
 	run(t, partition.FlushAsync, func(t *testing.T, e *env) {
 		pid, epoch := e.mustInit("a")
-		wantCode(t, "add", e.add("a", pid, epoch, tp("t", 0), tp("t", 1), tp("t", 2)), nil)
+		testenv.WantErr(t, "add", e.add("a", pid, epoch, tp("t", 0), tp("t", 1), tp("t", 2)), nil)
 		e.markers.mu.Lock()
 		e.markers.fail = 6
 		e.markers.mu.Unlock()
-		wantCode(t, "commit", e.end("a", pid, epoch, true), nil)
+		testenv.WantErr(t, "commit", e.end("a", pid, epoch, true), nil)
 		time.Sleep(time.Second)
 		settle()
 		e.wantState("a", PrepareCommit, pid, epoch)
@@ -275,12 +276,12 @@ func TestMarkerRetryBackoff(t *testing.T) {
 		}
 
 		// A MarkerError narrows the retry to what is left.
-		wantCode(t, "add", e.add("a", pid, epoch, tp("t", 0), tp("t", 1), tp("t", 2)), nil)
+		testenv.WantErr(t, "add", e.add("a", pid, epoch, tp("t", 0), tp("t", 1), tp("t", 2)), nil)
 		e.markers.mu.Lock()
 		e.markers.fail = 1
 		e.markers.failErr = &MarkerError{Remaining: []TopicPartition{tp("t", 1)}, Err: errors.New("one failed")}
 		e.markers.mu.Unlock()
-		wantCode(t, "abort", e.end("a", pid, epoch, false), nil)
+		testenv.WantErr(t, "abort", e.end("a", pid, epoch, false), nil)
 		time.Sleep(time.Second)
 		settle()
 		calls = e.markers.get()[7:]
@@ -303,14 +304,14 @@ func TestIDExpiration(t *testing.T) {
 		pa, ea := e.mustInit("idle")
 		pb, eb := e.mustInit("busy")
 		pc, ec := e.mustInit("committed")
-		wantCode(t, "add", e.add("committed", pc, ec, tp("t", 0)), nil)
-		wantCode(t, "commit", e.end("committed", pc, ec, true), nil)
+		testenv.WantErr(t, "add", e.add("committed", pc, ec, tp("t", 0)), nil)
+		testenv.WantErr(t, "commit", e.end("committed", pc, ec, true), nil)
 		r := e.init("open", 10*3600*1000, -1, -1) // a 10 h transaction
-		wantCode(t, "add", e.add("open", r.ProducerID, r.Epoch, tp("t", 0)), nil)
+		testenv.WantErr(t, "add", e.add("open", r.ProducerID, r.Epoch, tp("t", 0)), nil)
 
 		time.Sleep(30 * time.Minute)
-		wantCode(t, "busy adds", e.add("busy", pb, eb, tp("t", 0)), nil)
-		wantCode(t, "busy aborts", e.end("busy", pb, eb, false), nil)
+		testenv.WantErr(t, "busy adds", e.add("busy", pb, eb, tp("t", 0)), nil)
+		testenv.WantErr(t, "busy aborts", e.end("busy", pb, eb, false), nil)
 		time.Sleep(31*time.Minute + time.Second)
 		settle()
 		for _, id := range []string{"idle", "committed"} {
@@ -320,7 +321,7 @@ func TestIDExpiration(t *testing.T) {
 		}
 		e.wantState("busy", CompleteAbort, pb, eb)
 		e.wantState("open", Ongoing, r.ProducerID, r.Epoch)
-		wantCode(t, "expired id adds", e.add("idle", pa, ea, tp("t", 0)), kerr.InvalidProducerIDMapping)
+		testenv.WantErr(t, "expired id adds", e.add("idle", pa, ea, tp("t", 0)), kerr.InvalidProducerIDMapping)
 
 		// The tombstones are durable: expired ids stay gone.
 		e.restart(true)
@@ -357,23 +358,23 @@ func TestKIP360(t *testing.T) {
 		if r.Err != nil || r.ProducerID != pid || r.Epoch != 1 {
 			t.Fatalf("retry: %+v", r)
 		}
-		wantCode(t, "unknown epoch", e.init("a", testTimeoutMs, pid, 7).Err, kerr.ProducerFenced)
-		wantCode(t, "other producer id", e.init("a", testTimeoutMs, pid+99, 1).Err, kerr.ProducerFenced)
+		testenv.WantErr(t, "unknown epoch", e.init("a", testTimeoutMs, pid, 7).Err, kerr.ProducerFenced)
+		testenv.WantErr(t, "other producer id", e.init("a", testTimeoutMs, pid+99, 1).Err, kerr.ProducerFenced)
 		// A new producer instance forgets the last epoch: the previous
 		// one can no longer pass for a retry.
 		if _, ep := e.mustInit("a"); ep != 2 {
 			t.Fatalf("plain init: epoch %d", ep)
 		}
-		wantCode(t, "fenced retry", e.init("a", testTimeoutMs, pid, 1).Err, kerr.ProducerFenced)
+		testenv.WantErr(t, "fenced retry", e.init("a", testTimeoutMs, pid, 1).Err, kerr.ProducerFenced)
 		// With an open transaction, recovery aborts it first, with a
 		// fence: as in Kafka, the retry with the same epoch is then
 		// fenced (the fence forgot the last epoch), and only a new
 		// producer instance goes on.
-		wantCode(t, "add", e.add("a", pid, 2, tp("t", 0)), nil)
-		wantCode(t, "recover with a transaction open", e.init("a", testTimeoutMs, pid, 2).Err, kerr.ConcurrentTransactions)
+		testenv.WantErr(t, "add", e.add("a", pid, 2, tp("t", 0)), nil)
+		testenv.WantErr(t, "recover with a transaction open", e.init("a", testTimeoutMs, pid, 2).Err, kerr.ConcurrentTransactions)
 		settle()
 		e.wantState("a", CompleteAbort, pid, 3)
-		wantCode(t, "retry after the fence", e.init("a", testTimeoutMs, pid, 2).Err, kerr.ProducerFenced)
+		testenv.WantErr(t, "retry after the fence", e.init("a", testTimeoutMs, pid, 2).Err, kerr.ProducerFenced)
 		if _, ep := e.mustInit("a"); ep != 4 {
 			t.Fatalf("init after the abort: epoch %d", ep)
 		}
@@ -414,7 +415,7 @@ func TestEpochExhaustion(t *testing.T) {
 			t.Fatalf("retried rotation: %+v, want pid %d epoch 0", r, pid2)
 		}
 		// The old id with an epoch that is not exhausted is fenced.
-		wantCode(t, "old id", e.init("a", testTimeoutMs, pid, 5).Err, kerr.ProducerFenced)
+		testenv.WantErr(t, "old id", e.init("a", testTimeoutMs, pid, 5).Err, kerr.ProducerFenced)
 
 		// A plain InitProducerId at an exhausted epoch rotates too.
 		e.setEpoch("a", math.MaxInt16-1)
@@ -426,9 +427,9 @@ func TestEpochExhaustion(t *testing.T) {
 
 		// A fence at 32766 uses the last epoch, 32767; the retry then
 		// rotates.
-		wantCode(t, "add", e.add("a", pid3, 0, tp("t", 0)), nil)
+		testenv.WantErr(t, "add", e.add("a", pid3, 0, tp("t", 0)), nil)
 		e.setEpoch("a", math.MaxInt16-1)
-		wantCode(t, "fence", e.init("a", testTimeoutMs, -1, -1).Err, kerr.ConcurrentTransactions)
+		testenv.WantErr(t, "fence", e.init("a", testTimeoutMs, -1, -1).Err, kerr.ConcurrentTransactions)
 		settle()
 		e.wantState("a", CompleteAbort, pid3, math.MaxInt16)
 		if calls := e.markers.get(); calls[len(calls)-1].Epoch != math.MaxInt16 {
@@ -446,12 +447,12 @@ func TestAddOffsets(t *testing.T) {
 		pid, epoch := e.mustInit("a")
 		ch := make(chan error, 1)
 		e.c.AddOffsets("a", pid, epoch, "group-1", func(err error) { ch <- err })
-		wantCode(t, "add offsets", <-ch, nil)
+		testenv.WantErr(t, "add offsets", <-ch, nil)
 		gp := e.deps().GroupPartition("group-1")
-		wantCode(t, "verify the group's partition", e.c.Verify("a", pid, epoch, gp), nil)
+		testenv.WantErr(t, "verify the group's partition", e.c.Verify("a", pid, epoch, gp), nil)
 		e.c.AddOffsets("a", pid, epoch-1, "group-1", func(err error) { ch <- err })
-		wantCode(t, "old epoch", <-ch, kerr.ProducerFenced)
-		wantCode(t, "commit", e.end("a", pid, epoch, true), nil)
+		testenv.WantErr(t, "old epoch", <-ch, kerr.ProducerFenced)
+		testenv.WantErr(t, "commit", e.end("a", pid, epoch, true), nil)
 		settle()
 		if calls := e.markers.get(); len(calls) != 1 || !slices.Equal(calls[0].Partitions, []TopicPartition{gp}) {
 			t.Fatalf("markers %v", calls)
@@ -472,7 +473,7 @@ func TestClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := <-ch
-		wantCode(t, "parked init", r.Err, kerr.NotCoordinator)
+		testenv.WantErr(t, "parked init", r.Err, kerr.NotCoordinator)
 		close(e.pidGate)
 		settle()
 		select {
@@ -480,12 +481,12 @@ func TestClose(t *testing.T) {
 			t.Fatalf("answered twice: %+v", r)
 		default:
 		}
-		wantCode(t, "init after close", e.init("c", 1000, -1, -1).Err, kerr.CoordinatorNotAvailable)
-		wantCode(t, "add after close", e.add("a", pid, epoch, tp("t", 0)), kerr.CoordinatorNotAvailable)
-		wantCode(t, "end after close", e.end("a", pid, epoch, true), kerr.CoordinatorNotAvailable)
-		wantCode(t, "verify after close", e.c.Verify("a", pid, epoch, tp("t", 0)), kerr.CoordinatorNotAvailable)
-		wantCode(t, "describe after close", e.describe("a").Err, kerr.CoordinatorNotAvailable)
-		wantCode(t, "list after close", e.c.List(nil, nil, -1).Err, kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "init after close", e.init("c", 1000, -1, -1).Err, kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "add after close", e.add("a", pid, epoch, tp("t", 0)), kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "end after close", e.end("a", pid, epoch, true), kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "verify after close", e.c.Verify("a", pid, epoch, tp("t", 0)), kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "describe after close", e.describe("a").Err, kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "list after close", e.c.List(nil, nil, -1).Err, kerr.CoordinatorNotAvailable)
 		if err := e.c.Close(); err != nil {
 			t.Fatalf("second close: %v", err)
 		}
@@ -506,9 +507,9 @@ func TestWriteTooLarge(t *testing.T) {
 		for i := range 100 {
 			many = append(many, tp("topic-with-a-long-name", int32(i)))
 		}
-		wantCode(t, "huge add", e.add("a", pid, epoch, many...), kerr.UnknownServerError)
+		testenv.WantErr(t, "huge add", e.add("a", pid, epoch, many...), kerr.UnknownServerError)
 		e.wantState("a", Empty, pid, epoch)
-		wantCode(t, "small add", e.add("a", pid, epoch, tp("t", 0)), nil)
+		testenv.WantErr(t, "small add", e.add("a", pid, epoch, tp("t", 0)), nil)
 	})
 }
 
@@ -516,19 +517,19 @@ func TestDescribeAndList(t *testing.T) {
 	run(t, partition.FlushAsync, func(t *testing.T, e *env) {
 		pa, ea := e.mustInit("a")
 		pb, eb := e.mustInit("b")
-		wantCode(t, "add", e.add("b", pb, eb, tp("x", 1), tp("w", 0), tp("x", 0)), nil)
+		testenv.WantErr(t, "add", e.add("b", pb, eb, tp("x", 1), tp("w", 0), tp("x", 0)), nil)
 		start := time.Now().UnixMilli()
 		time.Sleep(10 * time.Second)
 		pc, ec := e.mustInit("c")
-		wantCode(t, "add", e.add("c", pc, ec, tp("x", 0)), nil)
+		testenv.WantErr(t, "add", e.add("c", pc, ec, tp("x", 0)), nil)
 
 		ds := e.c.Describe([]string{"b", "nope", "", "a"})
 		if d := ds[0]; d.Err != nil || d.State != Ongoing || d.ProducerID != pb || d.Epoch != eb || d.TimeoutMs != testTimeoutMs ||
 			d.StartTimeMs != start || !slices.Equal(d.Partitions, []TopicPartition{tp("w", 0), tp("x", 0), tp("x", 1)}) {
 			t.Errorf("b: %+v", d)
 		}
-		wantCode(t, "unknown", ds[1].Err, kerr.TransactionalIDNotFound)
-		wantCode(t, "empty", ds[2].Err, kerr.InvalidRequest)
+		testenv.WantErr(t, "unknown", ds[1].Err, kerr.TransactionalIDNotFound)
+		testenv.WantErr(t, "empty", ds[2].Err, kerr.InvalidRequest)
 		if d := ds[3]; d.Err != nil || d.State != Empty || d.ProducerID != pa || d.Epoch != ea || d.StartTimeMs != -1 || len(d.Partitions) != 0 {
 			t.Errorf("a: %+v", d)
 		}

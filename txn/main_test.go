@@ -12,7 +12,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/goleak"
 
 	klog "github.com/kbroker/kbroker/log"
@@ -255,20 +254,6 @@ func settle() {
 }
 
 func tp(topic string, p int32) TopicPartition { return TopicPartition{topic, p} }
-
-// wantCode fails unless err carries code.
-func wantCode(t *testing.T, what string, err error, code *kerr.Error) {
-	t.Helper()
-	if code == nil {
-		if err != nil {
-			t.Fatalf("%s: got %v, want no error", what, err)
-		}
-		return
-	}
-	if !errors.Is(err, code) {
-		t.Fatalf("%s: got %v, want %s", what, err, code.Message)
-	}
-}
 
 // run runs f in a synctest bubble with a fresh env.
 func run(t *testing.T, mode partition.FlushMode, f func(t *testing.T, e *env)) {

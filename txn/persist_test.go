@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/coordlog"
+	"github.com/kbroker/kbroker/internal/testenv"
 	"github.com/kbroker/kbroker/partition"
 )
 
@@ -55,28 +56,28 @@ func testSurvivesRestart(t *testing.T, mode partition.FlushMode, crash bool) {
 	initP("fenced", testTimeoutMs)
 	p = initP("fenced", testTimeoutMs) // epoch 1
 	p = initP("ccommit", testTimeoutMs)
-	wantCode(t, "add", e.add("ccommit", p.pid, p.epoch, parts...), nil)
-	wantCode(t, "commit", e.end("ccommit", p.pid, p.epoch, true), nil)
+	testenv.WantErr(t, "add", e.add("ccommit", p.pid, p.epoch, parts...), nil)
+	testenv.WantErr(t, "commit", e.end("ccommit", p.pid, p.epoch, true), nil)
 	settle()
 	// A snapshot in the middle: the rest is replayed from its cut.
 	if err := e.c.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
 	p = initP("cabort", testTimeoutMs)
-	wantCode(t, "add", e.add("cabort", p.pid, p.epoch, parts[:1]...), nil)
-	wantCode(t, "abort", e.end("cabort", p.pid, p.epoch, false), nil)
+	testenv.WantErr(t, "add", e.add("cabort", p.pid, p.epoch, parts[:1]...), nil)
+	testenv.WantErr(t, "abort", e.end("cabort", p.pid, p.epoch, false), nil)
 	settle()
 	p = initP("ongoing", 30_000)
-	wantCode(t, "add", e.add("ongoing", p.pid, p.epoch, parts[1:]...), nil)
+	testenv.WantErr(t, "add", e.add("ongoing", p.pid, p.epoch, parts[1:]...), nil)
 	ongoingStart := e.describe("ongoing").StartTimeMs
 
 	e.markers.setHold(true)
 	p = initP("pcommit", testTimeoutMs)
-	wantCode(t, "add", e.add("pcommit", p.pid, p.epoch, parts...), nil)
-	wantCode(t, "commit", e.end("pcommit", p.pid, p.epoch, true), nil)
+	testenv.WantErr(t, "add", e.add("pcommit", p.pid, p.epoch, parts...), nil)
+	testenv.WantErr(t, "commit", e.end("pcommit", p.pid, p.epoch, true), nil)
 	p = initP("pabort", testTimeoutMs)
-	wantCode(t, "add", e.add("pabort", p.pid, p.epoch, parts[2:]...), nil)
-	wantCode(t, "abort", e.end("pabort", p.pid, p.epoch, false), nil)
+	testenv.WantErr(t, "add", e.add("pabort", p.pid, p.epoch, parts[2:]...), nil)
+	testenv.WantErr(t, "abort", e.end("pabort", p.pid, p.epoch, false), nil)
 	settle()
 	e.wantState("pcommit", PrepareCommit, ps["pcommit"].pid, ps["pcommit"].epoch)
 	e.wantState("pabort", PrepareAbort, ps["pabort"].pid, ps["pabort"].epoch)
@@ -122,8 +123,8 @@ func testSurvivesRestart(t *testing.T, mode partition.FlushMode, crash bool) {
 		t.Fatalf("ongoing after restart: %+v", d)
 	}
 	// The fenced epoch stays fenced; the current producer goes on.
-	wantCode(t, "fenced epoch", e.add("fenced", ps["fenced"].pid, 0, parts...), kerr.ProducerFenced)
-	wantCode(t, "ongoing adds", e.add("ongoing", ps["ongoing"].pid, ps["ongoing"].epoch, tp("v", 0)), nil)
+	testenv.WantErr(t, "fenced epoch", e.add("fenced", ps["fenced"].pid, 0, parts...), kerr.ProducerFenced)
+	testenv.WantErr(t, "ongoing adds", e.add("ongoing", ps["ongoing"].pid, ps["ongoing"].epoch, tp("v", 0)), nil)
 
 	// Ongoing: aborted once its timeout passes, fencing its producer.
 	time.Sleep(30 * time.Second)
@@ -160,8 +161,8 @@ func TestSnapshotFreesLog(t *testing.T) {
 		e := newEnv(t, partition.FlushSync, 1)
 		pid, epoch := e.mustInit("a")
 		for i := range 20 {
-			wantCode(t, "add", e.add("a", pid, epoch, tp("t", int32(i))), nil)
-			wantCode(t, "commit", e.end("a", pid, epoch, true), nil)
+			testenv.WantErr(t, "add", e.add("a", pid, epoch, tp("t", int32(i))), nil)
+			testenv.WantErr(t, "commit", e.end("a", pid, epoch, true), nil)
 			settle()
 		}
 		p := e.ps.Partitions(txnTopic)[0]
@@ -175,7 +176,7 @@ func TestSnapshotFreesLog(t *testing.T) {
 		if got := p.LogStartOffset(); got != hw {
 			t.Fatalf("log start %d after the snapshot, want %d", got, hw)
 		}
-		wantCode(t, "add", e.add("a", pid, epoch, tp("x", 0)), nil)
+		testenv.WantErr(t, "add", e.add("a", pid, epoch, tp("x", 0)), nil)
 		e.restart(true)
 		d := e.describe("a")
 		if d.State != Ongoing || !slices.Equal(d.Partitions, []TopicPartition{tp("x", 0)}) || d.ProducerID != pid || d.Epoch != epoch {
@@ -215,16 +216,16 @@ func TestFailedFence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, partition.FlushAsync, 1)
 		pid, epoch := e.mustInit("a")
-		wantCode(t, "add", e.add("a", pid, epoch, tp("t", 0)), nil)
+		testenv.WantErr(t, "add", e.add("a", pid, epoch, tp("t", 0)), nil)
 		p := e.ps.Partitions(txnTopic)[0]
 		small := p.Config()
 		small.MaxMessageBytes = 64
 		p.SetConfig(small)
-		wantCode(t, "fence that fails", e.init("a", testTimeoutMs, -1, -1).Err, kerr.UnknownServerError)
+		testenv.WantErr(t, "fence that fails", e.init("a", testTimeoutMs, -1, -1).Err, kerr.UnknownServerError)
 		e.wantState("a", Ongoing, pid, epoch+1)
-		wantCode(t, "fenced producer", e.end("a", pid, epoch, true), kerr.ProducerFenced)
+		testenv.WantErr(t, "fenced producer", e.end("a", pid, epoch, true), kerr.ProducerFenced)
 		p.SetConfig(txnTopicConfig())
-		wantCode(t, "fence again", e.init("a", testTimeoutMs, -1, -1).Err, kerr.ConcurrentTransactions)
+		testenv.WantErr(t, "fence again", e.init("a", testTimeoutMs, -1, -1).Err, kerr.ConcurrentTransactions)
 		settle()
 		e.wantState("a", CompleteAbort, pid, epoch+1)
 		if calls := e.markers.get(); len(calls) != 1 || calls[0].Epoch != epoch+1 {
@@ -249,7 +250,7 @@ func TestNeverWrittenID(t *testing.T) {
 		small := p.Config()
 		small.MaxMessageBytes = 64
 		p.SetConfig(small)
-		wantCode(t, "init that fails", e.init("a", testTimeoutMs, -1, -1).Err, kerr.UnknownServerError)
+		testenv.WantErr(t, "init that fails", e.init("a", testTimeoutMs, -1, -1).Err, kerr.UnknownServerError)
 		if d := e.describe("a"); d.Err != nil || d.Epoch != -1 {
 			t.Fatalf("after a failed first write: %+v", d)
 		}
@@ -260,7 +261,7 @@ func TestNeverWrittenID(t *testing.T) {
 		}
 		p = e.ps.Partitions(txnTopic)[0]
 		p.SetConfig(small)
-		wantCode(t, "init that fails", e.init("a", testTimeoutMs, -1, -1).Err, kerr.UnknownServerError)
+		testenv.WantErr(t, "init that fails", e.init("a", testTimeoutMs, -1, -1).Err, kerr.UnknownServerError)
 		p.SetConfig(txnTopicConfig())
 		hw := p.HighWatermark()
 		time.Sleep(61 * time.Minute)

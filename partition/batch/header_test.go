@@ -13,7 +13,7 @@ func TestParseHeaderMatchesKmsg(t *testing.T) {
 	b := buildBatch(t, spec{codec: CodecZstd, records: testRecords(7, 10), baseTs: 123, idem: true, pid: 77, epoch: 5, seq: 1000, attrs: AttrTransactional,
 		edit: func(rb *kmsg.RecordBatch) { rb.PartitionLeaderEpoch = 42 }})
 	h, err := ParseHeader(b)
-	wantCode(t, err, nil)
+	wantBatchErr(t, err, nil)
 	var rb kmsg.RecordBatch
 	if err := rb.ReadFrom(b); err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestParseHeaderShort(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{0, 1, 12, HeaderSize - 1} {
 		_, err := ParseHeader(make([]byte, n))
-		wantCode(t, err, kerr.CorruptMessage)
+		wantBatchErr(t, err, kerr.CorruptMessage)
 	}
 	if _, err := ParseHeader(make([]byte, HeaderSize)); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // spec describes a batch for buildBatch. The zero value plus records is a
@@ -170,20 +172,13 @@ func batchWithRecordBytes(t testing.TB, n int32, raw []byte) []byte {
 	return b
 }
 
-// wantCode fails unless err unwraps to code.
-func wantCode(t testing.TB, err error, code *kerr.Error) {
+// wantBatchErr fails unless err unwraps to code, and, when code is not
+// nil, is a *batch.Error (what produce reports per record).
+func wantBatchErr(t testing.TB, err error, code *kerr.Error) {
 	t.Helper()
-	if code == nil {
-		if err != nil {
-			t.Fatalf("got error %v, want none", err)
-		}
-		return
-	}
-	if !errors.Is(err, code) {
-		t.Fatalf("got error %v, want %s", err, code.Message)
-	}
+	testenv.WantErr(t, "batch", err, code)
 	var be *Error
-	if !errors.As(err, &be) {
+	if code != nil && !errors.As(err, &be) {
 		t.Fatalf("got %T, want *batch.Error", err)
 	}
 }

@@ -29,7 +29,7 @@ func TestRecordsFirstTimestamp(t *testing.T) {
 				}
 				return true
 			})
-			wantCode(t, err, nil)
+			wantBatchErr(t, err, nil)
 			if found != 13 || seen != 14 {
 				t.Fatalf("got offset delta %d after %d records, want 13 after 14", found, seen)
 			}
@@ -45,7 +45,7 @@ func TestRecordsControlBatch(t *testing.T) {
 	value := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint16(nil, 0), 12)
 	b := buildBatch(t, spec{records: []kmsg.Record{{Key: key, Value: value}}, attrs: AttrControl | AttrTransactional, idem: true, pid: 5, epoch: 1, seq: -1})
 	h, err := Verify(b)
-	wantCode(t, err, nil)
+	wantBatchErr(t, err, nil)
 	if !h.IsControl() {
 		t.Fatal("not a control batch")
 	}
@@ -76,10 +76,10 @@ func TestRecordsCompacted(t *testing.T) {
 		t.Fatal("Validate accepted a compacted batch from a producer")
 	}
 	_, err := Verify(b)
-	wantCode(t, err, nil)
+	wantBatchErr(t, err, nil)
 	var deltas []int32
 	err = Records(b, func(r Record) bool { deltas = append(deltas, r.OffsetDelta); return true })
-	wantCode(t, err, nil)
+	wantBatchErr(t, err, nil)
 	if len(deltas) != 3 || deltas[0] != 0 || deltas[1] != 2 || deltas[2] != 4 {
 		t.Fatalf("got deltas %v, want [0 2 4]", deltas)
 	}
@@ -114,7 +114,7 @@ func TestRecordsBad(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			wantCode(t, Records(tc.b, func(Record) bool { return true }), tc.want)
+			wantBatchErr(t, Records(tc.b, func(Record) bool { return true }), tc.want)
 		})
 	}
 }

@@ -41,7 +41,7 @@ func TestStampRoundTrip(t *testing.T) {
 				recs := testRecords(20, 50)
 				b := buildBatch(t, spec{codec: c.codec, xerial: c.xerial, records: recs, baseTs: baseTs, idem: true, pid: 9, epoch: 2, seq: 40})
 				info, err := Validate(b, ValidateOptions{FullValidation: true})
-				wantCode(t, err, nil)
+				wantBatchErr(t, err, nil)
 				crcBefore := info.CRC
 
 				ts := int64(-1)
@@ -55,7 +55,7 @@ func TestStampRoundTrip(t *testing.T) {
 					t.Fatal("CRC does not verify after Stamp")
 				}
 				h, err := Verify(b)
-				wantCode(t, err, nil)
+				wantBatchErr(t, err, nil)
 				if h.BaseOffset != 1_000_000 || h.PartitionLeaderEpoch != 17 {
 					t.Fatalf("got base offset %d epoch %d, want 1000000 17", h.BaseOffset, h.PartitionLeaderEpoch)
 				}
@@ -125,7 +125,7 @@ func TestStampRoundTrip(t *testing.T) {
 				if !appendTime {
 					binary.BigEndian.PutUint64(b, 0)
 					_, err = Validate(b, ValidateOptions{FullValidation: true})
-					wantCode(t, err, nil)
+					wantBatchErr(t, err, nil)
 				}
 			})
 		}
@@ -152,13 +152,13 @@ func TestSetMaxTimestamp(t *testing.T) {
 	rs := testRecords(4, 3)
 	b := buildBatch(t, spec{records: rs, baseTs: 1000, maxTs: 1}) // wrong MaxTimestamp from the producer
 	info, err := Validate(b, ValidateOptions{})
-	wantCode(t, err, nil)
+	wantBatchErr(t, err, nil)
 	crc := info.CRC
 	if err := SetMaxTimestamp(b, info.MaxRecordTimestamp); err != nil {
 		t.Fatal(err)
 	}
 	h, err := Verify(b)
-	wantCode(t, err, nil)
+	wantBatchErr(t, err, nil)
 	if h.MaxTimestamp != 1009 || h.CRC == crc || h.TimestampType() != CreateTime {
 		t.Fatalf("got max %d crc %08x (was %08x)", h.MaxTimestamp, h.CRC, crc)
 	}
@@ -189,8 +189,8 @@ func TestStampRefusesBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			orig := bytes.Clone(tc.b)
-			wantCode(t, Stamp(tc.b, 1, 1, 1), kerr.CorruptMessage)
-			wantCode(t, SetMaxTimestamp(tc.b, 1), kerr.CorruptMessage)
+			wantBatchErr(t, Stamp(tc.b, 1, 1, 1), kerr.CorruptMessage)
+			wantBatchErr(t, SetMaxTimestamp(tc.b, 1), kerr.CorruptMessage)
 			if !bytes.Equal(orig, tc.b) {
 				t.Fatal("a refused Stamp wrote to the batch")
 			}

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // fuzzCodes are the only codes Validate may answer with.
@@ -167,7 +169,7 @@ func kgoCheck(t *testing.T, b []byte, recs [][2][]byte, base int64) {
 // TestWriteFuzzSeeds rewrites testdata/fuzz/FuzzValidate from batches built
 // by the test encoders. Run with KBROKER_WRITE_FUZZ_SEEDS=1.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("KBROKER_WRITE_FUZZ_SEEDS") == "" {
+	if !testenv.Flag(t, "KBROKER_WRITE_FUZZ_SEEDS") {
 		t.Skip("set KBROKER_WRITE_FUZZ_SEEDS=1 to rewrite the seed corpus")
 	}
 	seeds := map[string][]byte{}

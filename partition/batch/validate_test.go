@@ -25,7 +25,7 @@ func TestValidateCodecs(t *testing.T) {
 			}
 			for _, full := range []bool{false, true} {
 				info, err := Validate(b, ValidateOptions{FullValidation: full})
-				wantCode(t, err, nil)
+				wantBatchErr(t, err, nil)
 				if got, want := info.Compression(), c.codec; got != want {
 					t.Fatalf("codec: got %v, want %v", got, want)
 				}
@@ -135,7 +135,7 @@ func TestValidateKgoProduced(t *testing.T) {
 				total, xerialBatches := 0, 0
 				for _, b := range batches {
 					info, err := Validate(b, ValidateOptions{FullValidation: true, ProduceVersion: 12})
-					wantCode(t, err, nil)
+					wantBatchErr(t, err, nil)
 					if got := info.Compression(); got != c.want {
 						t.Fatalf("codec: got %v, want %v", got, c.want)
 					}
@@ -327,7 +327,7 @@ func TestValidateBad(t *testing.T) {
 			t.Parallel()
 			b := tc.make(t)
 			_, err := Validate(b, tc.opts)
-			wantCode(t, err, tc.want)
+			wantBatchErr(t, err, tc.want)
 			t.Log(err)
 		})
 	}
@@ -380,7 +380,7 @@ func TestValidateRecordStructure(t *testing.T) {
 			t.Parallel()
 			b := batchWithRecordBytes(t, tc.n, tc.raw)
 			_, err := Validate(b, ValidateOptions{})
-			wantCode(t, err, tc.want)
+			wantBatchErr(t, err, tc.want)
 			if tc.want != nil {
 				var be *Error
 				errors.As(err, &be)
@@ -412,7 +412,7 @@ func TestValidateProducerFields(t *testing.T) {
 			t.Parallel()
 			tc.s.records = testRecords(3, 10)
 			_, err := Validate(buildBatch(t, tc.s), ValidateOptions{})
-			wantCode(t, err, tc.want)
+			wantBatchErr(t, err, tc.want)
 		})
 	}
 }
@@ -451,7 +451,7 @@ func TestValidateRecordRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Validate(buildBatch(t, tc.s), tc.opts)
-			wantCode(t, err, tc.want)
+			wantBatchErr(t, err, tc.want)
 			if tc.want != nil {
 				var be *Error
 				errors.As(err, &be)
@@ -473,7 +473,7 @@ func TestValidateMaxTimestampStats(t *testing.T) {
 	}
 	b := buildBatch(t, spec{records: rs, baseTs: 100, maxTs: 50}) // the producer's MaxTimestamp is wrong
 	info, err := Validate(b, ValidateOptions{})
-	wantCode(t, err, nil)
+	wantBatchErr(t, err, nil)
 	if info.MaxRecordTimestamp != 109 || info.MaxTimestampOffsetDelta != 1 || info.MaxTimestamp != 50 {
 		t.Fatalf("got max %d at %d (header %d), want 109 at 1 (header 50)", info.MaxRecordTimestamp, info.MaxTimestampOffsetDelta, info.MaxTimestamp)
 	}
@@ -483,7 +483,7 @@ func TestValidateMaxTimestampStats(t *testing.T) {
 	rs[0].TimestampDelta64, rs[1].TimestampDelta64 = 0, 0
 	b = buildBatch(t, spec{records: rs, baseTs: -1, maxTs: -1})
 	info, err = Validate(b, ValidateOptions{})
-	wantCode(t, err, nil)
+	wantBatchErr(t, err, nil)
 	if info.MaxRecordTimestamp != NoTimestamp || info.MaxTimestampOffsetDelta != -1 {
 		t.Fatalf("got max %d at %d, want -1 at -1", info.MaxRecordTimestamp, info.MaxTimestampOffsetDelta)
 	}
@@ -503,16 +503,16 @@ func TestDecompressionBomb(t *testing.T) {
 			}
 			// Trusted to its CRC: accepted without decompressing.
 			_, err := Validate(b, ValidateOptions{})
-			wantCode(t, err, nil)
+			wantBatchErr(t, err, nil)
 			// Bounded: refused.
 			_, err = Validate(b, ValidateOptions{FullValidation: true, MaxDecompressedBytes: 1 << 20})
-			wantCode(t, err, kerr.MessageTooLarge)
+			wantBatchErr(t, err, kerr.MessageTooLarge)
 			// Within the default bound: accepted.
 			_, err = Validate(b, ValidateOptions{FullValidation: true})
-			wantCode(t, err, nil)
+			wantBatchErr(t, err, nil)
 			var rd Reader
 			rd.MaxDecompressedBytes = 1 << 20
-			wantCode(t, rd.Records(b, func(Record) bool { return true }), kerr.MessageTooLarge)
+			wantBatchErr(t, rd.Records(b, func(Record) bool { return true }), kerr.MessageTooLarge)
 		})
 	}
 }
