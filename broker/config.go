@@ -17,6 +17,8 @@ import (
 	"github.com/kbroker/kbroker/partition"
 )
 
+//go:generate go test -run ^TestConfigDoc$ -update .
+
 // Config holds every broker setting. Each field's kafka tag is its Kafka
 // property name (server.properties), or a kbroker.* name where Kafka has
 // none; the same tags drive the config file, DescribeConfigs for the broker
@@ -36,7 +38,8 @@ type Config struct {
 	SegmentBytes int64 `kafka:"log.segment.bytes"`
 	// LogAppend is how produced batches reach the commit-log files:
 	// "pwrite" (one pwritev(2) per batch, the default) or "mapped" (copied
-	// into the files' memory mappings, RocketMQ's way). See
+	// into the files' memory mappings, RocketMQ's way: cheaper for tiny
+	// batches, dearer for large ones; docs/BENCHMARKS.md). See
 	// log.AppendMode.
 	LogAppend string `kafka:"kbroker.log.append"`
 	// LogWarm is how each new commit-log file is pre-faulted before
@@ -89,7 +92,8 @@ type Config struct {
 	FetchSessionCacheSlots int `kafka:"max.incremental.fetch.session.cache.slots"`
 	// FetchCopyThreshold is the size below which a record range of a fetch
 	// response is copied out of the mapping into the write buffer instead
-	// of sent with its own sendfile call (0: always sendfile).
+	// of sent with its own sendfile call (0: always sendfile); for small
+	// batches the copy measured 5–14× faster (docs/BENCHMARKS.md).
 	FetchCopyThreshold int `kafka:"kbroker.fetch.copy.threshold.bytes"`
 	// ClusterID is reported in Metadata and DescribeCluster.
 	ClusterID string `kafka:"cluster.id"`
