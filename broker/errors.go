@@ -92,24 +92,22 @@ func forVersion(key kmsg.Key, version int16, err error) error {
 		if version < 2 && ke == kerr.ProducerFenced {
 			to = kerr.InvalidProducerEpoch
 		}
-	case kmsg.Produce:
+	case kmsg.Produce, kmsg.TxnOffsetCommit:
+		// The first version that knows TRANSACTION_ABORTABLE (KIP-890).
+		abortable := int16(11)
+		if key == kmsg.TxnOffsetCommit {
+			abortable = 4
+		}
 		switch ke {
 		case kerr.ProducerFenced:
 			to = kerr.InvalidProducerEpoch
 		case kerr.TransactionAbortable:
-			if version <= 10 {
+			if version < abortable {
 				to = kerr.InvalidTxnState
 			}
 		case kerr.ConcurrentTransactions, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable, kerr.NotCoordinator:
-			to = kerr.NotEnoughReplicas
-		}
-	case kmsg.TxnOffsetCommit:
-		switch ke {
-		case kerr.ProducerFenced:
-			to = kerr.InvalidProducerEpoch
-		case kerr.TransactionAbortable:
-			if version < 4 {
-				to = kerr.InvalidTxnState
+			if key == kmsg.Produce {
+				to = kerr.NotEnoughReplicas
 			}
 		}
 	}

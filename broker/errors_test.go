@@ -66,6 +66,8 @@ func TestVersionCode(t *testing.T) {
 		{kmsg.TxnOffsetCommit, 3, kerr.TransactionAbortable, kerr.InvalidTxnState},
 		{kmsg.TxnOffsetCommit, 4, kerr.TransactionAbortable, kerr.TransactionAbortable},
 		{kmsg.TxnOffsetCommit, 4, fenced, kerr.InvalidProducerEpoch},
+		{kmsg.TxnOffsetCommit, 4, kerr.ConcurrentTransactions, kerr.ConcurrentTransactions},
+		{kmsg.TxnOffsetCommit, 4, kerr.NotCoordinator, kerr.NotCoordinator},
 		{kmsg.Fetch, 4, fenced, kerr.ProducerFenced},
 	} {
 		what := fmt.Sprintf("%s v%d %v", kmsg.NameForKey(c.key.Int16()), c.version, c.in)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestValidateCommit: Kafka's rules for an OffsetCommit's generation,
@@ -13,20 +15,20 @@ import (
 func TestValidateCommit(t *testing.T) {
 	run(t, testConfig(), func(t *testing.T, c *Coordinator) {
 		// A simple consumer's commit creates an Empty group.
-		wantErr(t, "simple commit, new group", c.ValidateCommit("simple", "", "", -1), nil)
+		testenv.WantErr(t, "simple commit, new group", c.ValidateCommit("simple", "", "", -1), nil)
 		wantState(t, c, "simple", Empty)
-		wantErr(t, "commit with a generation to a missing group", c.ValidateCommit("nope", "m", "", 1), kerr.IllegalGeneration)
+		testenv.WantErr(t, "commit with a generation to a missing group", c.ValidateCommit("nope", "m", "", 1), kerr.IllegalGeneration)
 		if d, _ := c.Describe("nope"); d.State != Dead {
 			t.Fatalf("a refused commit created group %+v", d)
 		}
-		wantErr(t, "member commit to an Empty group", c.ValidateCommit("simple", "m", "", 0), kerr.UnknownMemberID)
-		wantErr(t, "v0-style commit to an Empty group", c.ValidateCommit("simple", "", "", 0), kerr.UnknownMemberID)
+		testenv.WantErr(t, "member commit to an Empty group", c.ValidateCommit("simple", "m", "", 0), kerr.UnknownMemberID)
+		testenv.WantErr(t, "v0-style commit to an Empty group", c.ValidateCommit("simple", "", "", 0), kerr.UnknownMemberID)
 
 		a := newClient(t, c, "g", "a")
 		a.instance = "ia"
 		a.join()
 		// CompletingRebalance: valid member, but no assignment yet.
-		wantErr(t, "commit while completing", c.ValidateCommit("g", a.id, "ia", a.gen), kerr.RebalanceInProgress)
+		testenv.WantErr(t, "commit while completing", c.ValidateCommit("g", a.id, "ia", a.gen), kerr.RebalanceInProgress)
 		a.sync(map[string][]byte{a.id: []byte("x")})
 
 		for _, tc := range []struct {
@@ -45,13 +47,13 @@ func TestValidateCommit(t *testing.T) {
 			{"fenced instance", "x", "ia", a.gen, kerr.FencedInstanceID},
 			{"no member id with a generation", "", "", a.gen, kerr.UnknownMemberID},
 		} {
-			wantErr(t, tc.name, c.ValidateCommit("g", tc.member, tc.instance, tc.generation), tc.want)
+			testenv.WantErr(t, tc.name, c.ValidateCommit("g", tc.member, tc.instance, tc.generation), tc.want)
 		}
 
 		// PreparingRebalance: the current generation may still commit.
 		b := newClient(t, c, "g", "b")
 		bJoin := b.joinAsync()
-		wantErr(t, "commit while preparing", c.ValidateCommit("g", a.id, "ia", a.gen), nil)
+		testenv.WantErr(t, "commit while preparing", c.ValidateCommit("g", a.id, "ia", a.gen), nil)
 		a.await(a.joinAsync())
 		b.await(bJoin)
 	})
@@ -65,9 +67,9 @@ func TestCommitKeepsMemberAlive(t *testing.T) {
 		stableGroup(t, a)
 		for range 5 { // 25 s with commits only
 			time.Sleep(testSession / 2)
-			wantErr(t, "commit", c.ValidateCommit("g", a.id, "", a.gen), nil)
+			testenv.WantErr(t, "commit", c.ValidateCommit("g", a.id, "", a.gen), nil)
 		}
-		wantErr(t, "heartbeat", a.heartbeat(), nil)
+		testenv.WantErr(t, "heartbeat", a.heartbeat(), nil)
 	})
 }
 

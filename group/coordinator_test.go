@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -55,7 +57,7 @@ func TestDescribeAndList(t *testing.T) {
 		a, b := newClient(t, c, "stable", "a"), newClient(t, c, "stable", "b")
 		a.instance = "ia"
 		stableGroup(t, a, b)
-		wantErr(t, "simple commit", c.ValidateCommit("empty", "", "", -1), nil)
+		testenv.WantErr(t, "simple commit", c.ValidateCommit("empty", "", "", -1), nil)
 		cr := newClient(t, c, "completing", "x")
 		crJoin := cr.joinAsync() // answered after the 1 s initial delay
 		time.Sleep(cfg.InitialRebalanceDelay / 2)
@@ -114,23 +116,23 @@ func TestDescribeAndList(t *testing.T) {
 func TestDelete(t *testing.T) {
 	hooks := &hookLog{}
 	runWith(t, testConfig(), []Option{WithStateHook(hooks.hook)}, func(t *testing.T, c *Coordinator) {
-		wantErr(t, "missing group", c.Delete("nope"), kerr.GroupIDNotFound)
+		testenv.WantErr(t, "missing group", c.Delete("nope"), kerr.GroupIDNotFound)
 		a := newClient(t, c, "g", "a")
 		stableGroup(t, a)
-		wantErr(t, "Stable group", c.Delete("g"), kerr.NonEmptyGroup)
+		testenv.WantErr(t, "Stable group", c.Delete("g"), kerr.NonEmptyGroup)
 		b := newClient(t, c, "g", "b")
 		bJoin := b.joinAsync()
-		wantErr(t, "PreparingRebalance group", c.Delete("g"), kerr.NonEmptyGroup)
+		testenv.WantErr(t, "PreparingRebalance group", c.Delete("g"), kerr.NonEmptyGroup)
 		a.await(a.joinAsync())
 		b.await(bJoin)
-		wantErr(t, "CompletingRebalance group", c.Delete("g"), kerr.NonEmptyGroup)
+		testenv.WantErr(t, "CompletingRebalance group", c.Delete("g"), kerr.NonEmptyGroup)
 		if _, err := c.Leave("g", []LeaveMember{{MemberID: a.id}, {MemberID: b.id}}); err != nil {
 			t.Fatal(err)
 		}
 		wantState(t, c, "g", Empty)
-		wantErr(t, "Empty group", c.Delete("g"), nil)
+		testenv.WantErr(t, "Empty group", c.Delete("g"), nil)
 		wantState(t, c, "g", Dead)
-		wantErr(t, "deleted group", c.Delete("g"), kerr.GroupIDNotFound)
+		testenv.WantErr(t, "deleted group", c.Delete("g"), kerr.GroupIDNotFound)
 		if out, _ := c.List(nil); len(out) != 0 {
 			t.Fatalf("list after delete: got %+v", out)
 		}
@@ -138,8 +140,8 @@ func TestDelete(t *testing.T) {
 			t.Fatalf("hook: got %v, want [g:Stable g:Empty g:Dead]", got)
 		}
 		// The empty group id is valid for DeleteGroups.
-		wantErr(t, "simple commit", c.ValidateCommit("", "", "", -1), nil)
-		wantErr(t, "empty group id", c.Delete(""), nil)
+		testenv.WantErr(t, "simple commit", c.ValidateCommit("", "", "", -1), nil)
+		testenv.WantErr(t, "empty group id", c.Delete(""), nil)
 
 		a2 := newClient(t, c, "g", "a")
 		if r := a2.join(); r.Generation != 1 {
@@ -162,19 +164,19 @@ func TestClose(t *testing.T) {
 		aJoin := a.joinAsync()
 		parked(t, aJoin, "a")
 		c.Close()
-		wantErr(t, "parked join", recv(t, aJoin, "a").Err, kerr.NotCoordinator)
-		wantErr(t, "parked join", recv(t, cJoin, "c").Err, kerr.NotCoordinator)
-		wantErr(t, "heartbeat", a.heartbeat(), kerr.CoordinatorNotAvailable)
-		wantErr(t, "join", recv(t, newClient(t, c, "h", "x").joinAsync(), "x").Err, kerr.CoordinatorNotAvailable)
-		wantErr(t, "sync", a.sync(nil).Err, kerr.CoordinatorNotAvailable)
-		wantErr(t, "commit", c.ValidateCommit("g", a.id, "", a.gen), kerr.CoordinatorNotAvailable)
-		wantErr(t, "delete", c.Delete("g"), kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "parked join", recv(t, aJoin, "a").Err, kerr.NotCoordinator)
+		testenv.WantErr(t, "parked join", recv(t, cJoin, "c").Err, kerr.NotCoordinator)
+		testenv.WantErr(t, "heartbeat", a.heartbeat(), kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "join", recv(t, newClient(t, c, "h", "x").joinAsync(), "x").Err, kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "sync", a.sync(nil).Err, kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "commit", c.ValidateCommit("g", a.id, "", a.gen), kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "delete", c.Delete("g"), kerr.CoordinatorNotAvailable)
 		_, err = c.Leave("g", nil)
-		wantErr(t, "leave", err, kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "leave", err, kerr.CoordinatorNotAvailable)
 		_, err = c.List(nil)
-		wantErr(t, "list", err, kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "list", err, kerr.CoordinatorNotAvailable)
 		_, err = c.Describe("g")
-		wantErr(t, "describe", err, kerr.CoordinatorNotAvailable)
+		testenv.WantErr(t, "describe", err, kerr.CoordinatorNotAvailable)
 		c.Close()             // twice is fine
 		time.Sleep(time.Hour) // no timer may fire into the closed coordinator
 	})

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestSessionExpiry: a member that stops heartbeating is removed after its
@@ -20,11 +22,11 @@ func TestSessionExpiry(t *testing.T) {
 		start := time.Now()
 		for time.Since(start) < 5*time.Second {
 			time.Sleep(time.Second)
-			wantErr(t, "a's heartbeat", a.heartbeat(), nil)
+			testenv.WantErr(t, "a's heartbeat", a.heartbeat(), nil)
 		}
 		time.Sleep(time.Second + time.Millisecond) // b silent for 6 s
-		wantErr(t, "a's heartbeat after b expired", a.heartbeat(), kerr.RebalanceInProgress)
-		wantErr(t, "expired b's heartbeat", b.heartbeat(), kerr.UnknownMemberID)
+		testenv.WantErr(t, "a's heartbeat after b expired", a.heartbeat(), kerr.RebalanceInProgress)
+		testenv.WantErr(t, "expired b's heartbeat", b.heartbeat(), kerr.UnknownMemberID)
 		r := a.await(a.joinAsync())
 		if r.Err != nil || r.Generation != 3 || len(r.Members) != 1 {
 			t.Fatalf("a's rejoin: got %+v, want generation 3 alone", r)
@@ -58,7 +60,7 @@ func TestSilentMemberExpiresDuringRebalance(t *testing.T) {
 		if got := time.Since(start); got != testSession {
 			t.Fatalf("b waited %v, want a's session timeout %v", got, testSession)
 		}
-		wantErr(t, "a's heartbeat", a.heartbeat(), kerr.UnknownMemberID)
+		testenv.WantErr(t, "a's heartbeat", a.heartbeat(), kerr.UnknownMemberID)
 	})
 }
 
@@ -107,8 +109,8 @@ func TestPendingSyncExpiry(t *testing.T) {
 			_ = b.heartbeat()
 			_ = a.heartbeat()
 		}
-		wantErr(t, "b's heartbeat", b.heartbeat(), kerr.UnknownMemberID)
-		wantErr(t, "a's heartbeat", a.heartbeat(), kerr.RebalanceInProgress)
+		testenv.WantErr(t, "b's heartbeat", b.heartbeat(), kerr.UnknownMemberID)
+		testenv.WantErr(t, "a's heartbeat", a.heartbeat(), kerr.RebalanceInProgress)
 	})
 }
 
@@ -132,7 +134,7 @@ func TestHeartbeatErrors(t *testing.T) {
 			{"old generation", HeartbeatRequest{"g", a.id, "ia", a.gen - 1}, kerr.IllegalGeneration},
 			{"future generation", HeartbeatRequest{"g", a.id, "ia", a.gen + 1}, kerr.IllegalGeneration},
 		} {
-			wantErr(t, tc.name, c.Heartbeat(tc.req), tc.want)
+			testenv.WantErr(t, tc.name, c.Heartbeat(tc.req), tc.want)
 		}
 	})
 }

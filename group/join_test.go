@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestSingleMemberJoinSyncHeartbeat is the whole life of a one-member
@@ -27,7 +29,7 @@ func TestSingleMemberJoinSyncHeartbeat(t *testing.T) {
 			t.Fatalf("leader's members: got %+v, want itself with its metadata", r.Members)
 		}
 		wantState(t, c, "g", CompletingRebalance)
-		wantErr(t, "heartbeat before sync", a.heartbeat(), nil)
+		testenv.WantErr(t, "heartbeat before sync", a.heartbeat(), nil)
 
 		s := a.sync(map[string][]byte{a.id: []byte("p0,p1")})
 		if s.Err != nil || string(s.Assignment) != "p0,p1" || s.ProtocolType != "consumer" || s.ProtocolName != "range" {
@@ -36,7 +38,7 @@ func TestSingleMemberJoinSyncHeartbeat(t *testing.T) {
 		wantState(t, c, "g", Stable)
 		for range 10 { // 30 s: three session timeouts
 			time.Sleep(3 * time.Second)
-			wantErr(t, "heartbeat", a.heartbeat(), nil)
+			testenv.WantErr(t, "heartbeat", a.heartbeat(), nil)
 		}
 		if s := a.sync(nil); string(s.Assignment) != "p0,p1" {
 			t.Fatalf("sync in Stable: got %+v, want the same assignment", s)
@@ -63,8 +65,8 @@ func TestTwoMembersRebalance(t *testing.T) {
 		bJoin := b.joinAsync()
 		parked(t, bJoin, "b's join")
 		wantState(t, c, "g", PreparingRebalance)
-		wantErr(t, "a's heartbeat", a.heartbeat(), kerr.RebalanceInProgress)
-		wantErr(t, "a's sync", a.sync(nil).Err, kerr.RebalanceInProgress)
+		testenv.WantErr(t, "a's heartbeat", a.heartbeat(), kerr.RebalanceInProgress)
+		testenv.WantErr(t, "a's sync", a.sync(nil).Err, kerr.RebalanceInProgress)
 
 		aJoin := a.joinAsync()
 		ra, rb := a.await(aJoin), b.await(bJoin)
@@ -89,8 +91,8 @@ func TestTwoMembersRebalance(t *testing.T) {
 			t.Fatalf("assignments: got %+v and %+v, want pa and pb", sa, sb)
 		}
 		wantState(t, c, "g", Stable)
-		wantErr(t, "a's heartbeat", a.heartbeat(), nil)
-		wantErr(t, "b's heartbeat", b.heartbeat(), nil)
+		testenv.WantErr(t, "a's heartbeat", a.heartbeat(), nil)
+		testenv.WantErr(t, "b's heartbeat", b.heartbeat(), nil)
 	})
 }
 
@@ -116,24 +118,24 @@ func TestMemberIDRequired(t *testing.T) {
 		b := newClient(t, c, "g", "b")
 		b.requireID = true
 		r = recv(t, b.joinAsync(), "b's first join")
-		wantErr(t, "b's first join", r.Err, kerr.MemberIDRequired)
-		wantErr(t, "a's heartbeat", a.heartbeat(), nil)
+		testenv.WantErr(t, "b's first join", r.Err, kerr.MemberIDRequired)
+		testenv.WantErr(t, "a's heartbeat", a.heartbeat(), nil)
 		wantState(t, c, "g", Stable)
 		// ...and a stale one is forgotten after its session timeout.
 		for range 4 {
 			time.Sleep(testSession / 3)
-			wantErr(t, "a's heartbeat", a.heartbeat(), nil)
+			testenv.WantErr(t, "a's heartbeat", a.heartbeat(), nil)
 		}
 		b.id = r.MemberID
 		r = recv(t, b.joinAsync(), "b's late join")
-		wantErr(t, "b's join after its pending id expired", r.Err, kerr.UnknownMemberID)
+		testenv.WantErr(t, "b's join after its pending id expired", r.Err, kerr.UnknownMemberID)
 
 		// An id the group never issued is unknown, in a group that does
 		// not exist as well.
 		for _, g := range []string{"g", "nope"} {
 			r = recv(t, c.joinAsync(JoinRequest{Group: g, MemberID: "made-up", SessionTimeout: testSession,
 				RebalanceTimeout: testRebalance, ProtocolType: "consumer", Protocols: protocols("range")}), "join")
-			wantErr(t, "join with a made-up id in "+g, r.Err, kerr.UnknownMemberID)
+			testenv.WantErr(t, "join with a made-up id in "+g, r.Err, kerr.UnknownMemberID)
 		}
 	})
 }
@@ -153,7 +155,7 @@ func TestPendingMemberHoldsRebalance(t *testing.T) {
 		stableGroup(t, a)
 		b.requireID = true
 		r := recv(t, b.joinAsync(), "b's first join")
-		wantErr(t, "b's first join", r.Err, kerr.MemberIDRequired)
+		testenv.WantErr(t, "b's first join", r.Err, kerr.MemberIDRequired)
 		b.id = r.MemberID
 		// The leader rejoins: everybody known has joined, but b's id is
 		// outstanding.
@@ -191,13 +193,13 @@ func TestStaticMemberRejoin(t *testing.T) {
 		if s := b2.sync(nil); s.Err != nil || string(s.Assignment) != "assign-b" {
 			t.Fatalf("sync after static rejoin: got %+v, want the kept assignment", s)
 		}
-		wantErr(t, "a's heartbeat", a.heartbeat(), nil)
-		wantErr(t, "old id's heartbeat", b.heartbeat(), kerr.FencedInstanceID)
-		wantErr(t, "old id's sync", b.sync(nil).Err, kerr.FencedInstanceID)
-		wantErr(t, "old id's commit", c.ValidateCommit("g", oldB, "ib", gen), kerr.FencedInstanceID)
+		testenv.WantErr(t, "a's heartbeat", a.heartbeat(), nil)
+		testenv.WantErr(t, "old id's heartbeat", b.heartbeat(), kerr.FencedInstanceID)
+		testenv.WantErr(t, "old id's sync", b.sync(nil).Err, kerr.FencedInstanceID)
+		testenv.WantErr(t, "old id's commit", c.ValidateCommit("g", oldB, "ib", gen), kerr.FencedInstanceID)
 		b.instance = ""
-		wantErr(t, "old id's heartbeat as dynamic", b.heartbeat(), kerr.UnknownMemberID)
-		wantErr(t, "new id's heartbeat", b2.heartbeat(), nil)
+		testenv.WantErr(t, "old id's heartbeat as dynamic", b.heartbeat(), kerr.UnknownMemberID)
+		testenv.WantErr(t, "new id's heartbeat", b2.heartbeat(), nil)
 		d := wantState(t, c, "g", Stable)
 		if len(d.Members) != 2 {
 			t.Fatalf("members: got %+v, want 2", d.Members)
@@ -254,7 +256,7 @@ func TestStaticRejoinFencesParkedJoin(t *testing.T) {
 		b2 := newClient(t, c, "g", "b")
 		b2.instance = "ib"
 		b2Join := b2.joinAsync()
-		wantErr(t, "parked join of the old id", recv(t, bJoin, "b's old join").Err, kerr.FencedInstanceID)
+		testenv.WantErr(t, "parked join of the old id", recv(t, bJoin, "b's old join").Err, kerr.FencedInstanceID)
 		aJoin := a.joinAsync()
 		for _, r := range []JoinResponse{a.await(aJoin), b2.await(b2Join), c2.await(cJoin)} {
 			if r.Err != nil || r.Generation != 3 {
@@ -274,7 +276,7 @@ func TestRebalanceTimeoutRemovesMember(t *testing.T) {
 		cJoin := cc.joinAsync()
 		aJoin := a.joinAsync()
 		for range 5 { // b heartbeats through the rebalance timeout
-			wantErr(t, "b's heartbeat", b.heartbeat(), kerr.RebalanceInProgress)
+			testenv.WantErr(t, "b's heartbeat", b.heartbeat(), kerr.RebalanceInProgress)
 			parked(t, aJoin, "a's join")
 			time.Sleep(testRebalance / 5)
 		}
@@ -285,7 +287,7 @@ func TestRebalanceTimeoutRemovesMember(t *testing.T) {
 		if ra.Err != nil || rc.Err != nil || ra.Generation != 3 || len(ra.Members) != 2 {
 			t.Fatalf("got %+v and %+v, want generation 3 with a and c", ra, rc)
 		}
-		wantErr(t, "dropped member's heartbeat", b.heartbeat(), kerr.UnknownMemberID)
+		testenv.WantErr(t, "dropped member's heartbeat", b.heartbeat(), kerr.UnknownMemberID)
 	})
 }
 
@@ -301,7 +303,7 @@ func TestRebalanceTimeoutElectsNewLeader(t *testing.T) {
 		if rb.Leader != b.id || rc.Leader != b.id || len(rb.Members) != 2 {
 			t.Fatalf("got %+v and %+v, want b leading b and c", rb, rc)
 		}
-		wantErr(t, "old leader's heartbeat", a.heartbeat(), kerr.UnknownMemberID)
+		testenv.WantErr(t, "old leader's heartbeat", a.heartbeat(), kerr.UnknownMemberID)
 	})
 }
 
@@ -417,8 +419,8 @@ func TestInconsistentGroupProtocol(t *testing.T) {
 		// cannot use either.
 		req := a.joinRequest()
 		req.Protocols = protocols("sticky")
-		wantErr(t, "member switching protocol", recv(t, c.joinAsync(req), "join").Err, kerr.InconsistentGroupProtocol)
-		wantErr(t, "a's heartbeat", a.heartbeat(), nil)
+		testenv.WantErr(t, "member switching protocol", recv(t, c.joinAsync(req), "join").Err, kerr.InconsistentGroupProtocol)
+		testenv.WantErr(t, "a's heartbeat", a.heartbeat(), nil)
 		// A shared protocol is fine and rebalances.
 		b := newClient(t, c, "g", "b")
 		b.protocols = protocols("roundrobin")
@@ -457,9 +459,9 @@ func TestJoinValidation(t *testing.T) {
 		a, b, x := newClient(t, c, "g", "a"), newClient(t, c, "g", "b"), newClient(t, c, "g", "x")
 		stableGroup(t, a, b)
 		r := recv(t, x.joinAsync(), "third member")
-		wantErr(t, "third member of a group of at most 2", r.Err, kerr.GroupMaxSizeReached)
+		testenv.WantErr(t, "third member of a group of at most 2", r.Err, kerr.GroupMaxSizeReached)
 		wantState(t, c, "g", Stable)
-		wantErr(t, "a's heartbeat", a.heartbeat(), nil)
+		testenv.WantErr(t, "a's heartbeat", a.heartbeat(), nil)
 	})
 }
 
@@ -493,7 +495,7 @@ func TestRejoinDuringCompletingRebalance(t *testing.T) {
 		parked(t, fSync, "follower sync")
 		follower.protocols = protocols("range", "sticky")
 		fJoin := follower.joinAsync()
-		wantErr(t, "parked sync after a metadata change", recv(t, fSync, "sync").Err, kerr.RebalanceInProgress)
+		testenv.WantErr(t, "parked sync after a metadata change", recv(t, fSync, "sync").Err, kerr.RebalanceInProgress)
 		lJoin := leader.joinAsync()
 		if rl, rf := leader.await(lJoin), follower.await(fJoin); rl.Generation != 2 || rf.Generation != 2 {
 			t.Fatalf("got %+v, %+v, want generation 2", rl, rf)
@@ -509,7 +511,7 @@ func TestSecondJoinSupersedesParked(t *testing.T) {
 		stableGroup(t, a, b)
 		first := a.joinAsync() // the leader's rejoin parks
 		second := a.joinAsync()
-		wantErr(t, "superseded join", recv(t, first, "first").Err, kerr.RebalanceInProgress)
+		testenv.WantErr(t, "superseded join", recv(t, first, "first").Err, kerr.RebalanceInProgress)
 		bJoin := b.joinAsync()
 		if ra, rb := a.await(second), b.await(bJoin); ra.Err != nil || rb.Err != nil || ra.Generation != 3 {
 			t.Fatalf("got %+v, %+v, want generation 3", ra, rb)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestLeaveLastMember: the only member leaves; the group becomes Empty in a
@@ -23,9 +25,9 @@ func TestLeaveLastMember(t *testing.T) {
 		if got := hooks.get(); !slices.Equal(got, []string{"g:Stable", "g:Empty"}) {
 			t.Fatalf("hook: got %v, want [g:Stable g:Empty]", got)
 		}
-		wantErr(t, "heartbeat after leaving", a.heartbeat(), kerr.UnknownMemberID)
+		testenv.WantErr(t, "heartbeat after leaving", a.heartbeat(), kerr.UnknownMemberID)
 		// Offsets may still be committed by a simple consumer.
-		wantErr(t, "commit with generation -1", c.ValidateCommit("g", "", "", -1), nil)
+		testenv.WantErr(t, "commit with generation -1", c.ValidateCommit("g", "", "", -1), nil)
 		// A new member starts generation 3 (the leave made generation 2).
 		b := newClient(t, c, "g", "b")
 		if r := b.join(); r.Generation != 3 {
@@ -54,11 +56,11 @@ func TestLeaveBatch(t *testing.T) {
 		}
 		want := []*kerr.Error{nil, kerr.UnknownMemberID, nil, kerr.UnknownMemberID, kerr.UnknownMemberID, kerr.UnknownMemberID}
 		for i, w := range want {
-			wantErr(t, "member "+string(rune('0'+i)), errs[i], w)
+			testenv.WantErr(t, "member "+string(rune('0'+i)), errs[i], w)
 		}
 		wantState(t, c, "g", PreparingRebalance)
-		wantErr(t, "a's heartbeat", a.heartbeat(), kerr.RebalanceInProgress)
-		wantErr(t, "static leaver's heartbeat", s.heartbeat(), kerr.UnknownMemberID)
+		testenv.WantErr(t, "a's heartbeat", a.heartbeat(), kerr.RebalanceInProgress)
+		testenv.WantErr(t, "static leaver's heartbeat", s.heartbeat(), kerr.UnknownMemberID)
 		// a and c rejoin; b and s are gone.
 		cJoin := cc.joinAsync()
 		ra, rc := a.await(a.joinAsync()), cc.await(cJoin)
@@ -70,7 +72,7 @@ func TestLeaveBatch(t *testing.T) {
 		s2.instance = "is2"
 		stableGroup(t, s2)
 		errs, _ = c.Leave("g2", []LeaveMember{{MemberID: "old-id", InstanceID: "is2"}})
-		wantErr(t, "stale static leave", errs[0], kerr.FencedInstanceID)
+		testenv.WantErr(t, "stale static leave", errs[0], kerr.FencedInstanceID)
 	})
 }
 
@@ -83,7 +85,7 @@ func TestLeaveWhileJoinParked(t *testing.T) {
 		stableGroup(t, a, b)
 		cc.requireID = true
 		r := recv(t, cc.joinAsync(), "c's first join")
-		wantErr(t, "c's first join", r.Err, kerr.MemberIDRequired)
+		testenv.WantErr(t, "c's first join", r.Err, kerr.MemberIDRequired)
 		cc.id = r.MemberID
 		cJoin := cc.joinAsync()
 		aJoin := a.joinAsync()
@@ -108,9 +110,9 @@ func TestLeaveWhileJoinParked(t *testing.T) {
 func TestLeaveGroupErrors(t *testing.T) {
 	run(t, testConfig(), func(t *testing.T, c *Coordinator) {
 		_, err := c.Leave("", []LeaveMember{{MemberID: "m"}})
-		wantErr(t, "empty group id", err, kerr.InvalidGroupID)
+		testenv.WantErr(t, "empty group id", err, kerr.InvalidGroupID)
 		_, err = c.Leave("nope", []LeaveMember{{MemberID: "m"}})
-		wantErr(t, "unknown group", err, kerr.UnknownMemberID)
+		testenv.WantErr(t, "unknown group", err, kerr.UnknownMemberID)
 	})
 }
 
@@ -128,6 +130,6 @@ func TestLeavePendingMember(t *testing.T) {
 		}
 		wantState(t, c, "g", Stable)
 		b.id = r.MemberID
-		wantErr(t, "join with the forgotten id", recv(t, b.joinAsync(), "b").Err, kerr.UnknownMemberID)
+		testenv.WantErr(t, "join with the forgotten id", recv(t, b.joinAsync(), "b").Err, kerr.UnknownMemberID)
 	})
 }

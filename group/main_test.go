@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/goleak"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -192,17 +194,6 @@ func parked[T any](t *testing.T, ch <-chan T, what string) {
 	}
 }
 
-// wantErr checks that err is the Kafka error want (nil for success).
-func wantErr(t *testing.T, what string, err error, want *kerr.Error) {
-	t.Helper()
-	switch {
-	case want == nil && err != nil:
-		t.Fatalf("%s: got %v, want success", what, err)
-	case want != nil && !errors.Is(err, want):
-		t.Fatalf("%s: got %v, want %s", what, err, want.Message)
-	}
-}
-
 // wantState checks the group's state and generation through Describe.
 func wantState(t *testing.T, c *Coordinator, groupID string, want State) Description {
 	t.Helper()
@@ -229,7 +220,7 @@ func stableGroup(t *testing.T, cls ...*client) {
 		for i, cl := range cls[1:] {
 			if cl.requireID && cl.id == "" {
 				r := recv(t, cl.joinAsync(), cl.clientID+": join")
-				wantErr(t, cl.clientID+": first join", r.Err, kerr.MemberIDRequired)
+				testenv.WantErr(t, cl.clientID+": first join", r.Err, kerr.MemberIDRequired)
 				cl.id = r.MemberID
 			}
 			chs[i+1] = cl.joinAsync()

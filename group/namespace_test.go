@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/group/consumer"
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // oneTopic is a topic registry with topic "t" of one partition.
@@ -46,14 +47,14 @@ func TestNamespace(t *testing.T) {
 		}
 		a := newClient(t, c, "g", "a")
 		r := a.await(a.joinAsync())
-		wantErr(t, "classic join to a consumer group with members", r.Err, kerr.InconsistentGroupProtocol)
-		wantErr(t, "classic heartbeat", a.heartbeat(), kerr.UnknownMemberID)
+		testenv.WantErr(t, "classic join to a consumer group with members", r.Err, kerr.InconsistentGroupProtocol)
+		testenv.WantErr(t, "classic heartbeat", a.heartbeat(), kerr.UnknownMemberID)
 		if d, _ := c.Describe("g"); d.State != Dead {
 			t.Fatalf("classic Describe of a consumer group: %v, want Dead", d.State)
 		}
-		wantErr(t, "a simple commit to a consumer group with members", c.ValidateCommit("g", "", "", -1), kerr.UnknownMemberID)
-		wantErr(t, "a transactional commit of its member at a stale epoch", c.ValidateTxnCommit("g", "m", "", 5), kerr.IllegalGeneration)
-		wantErr(t, "a transactional commit of its member", c.ValidateTxnCommit("g", "m", "", 1), nil)
+		testenv.WantErr(t, "a simple commit to a consumer group with members", c.ValidateCommit("g", "", "", -1), kerr.UnknownMemberID)
+		testenv.WantErr(t, "a transactional commit of its member at a stale epoch", c.ValidateTxnCommit("g", "m", "", 5), kerr.IllegalGeneration)
+		testenv.WantErr(t, "a transactional commit of its member", c.ValidateTxnCommit("g", "m", "", 1), nil)
 
 		// Empty, it yields the id to a classic group.
 		consumerLeave(c, "g", "m")
@@ -69,7 +70,7 @@ func TestNamespace(t *testing.T) {
 			t.Fatalf("consumer join to a classic group with members: %v", r2.Err)
 		}
 		// Empty, it yields the id to a consumer group.
-		wantErr(t, "leave", leaveOne(c, "g", a.id), nil)
+		testenv.WantErr(t, "leave", leaveOne(c, "g", a.id), nil)
 		wantState(t, c, "g", Empty)
 		if r := consumerJoin(c, "g", "m"); r.Err != nil {
 			t.Fatalf("consumer join over an Empty classic group: %v", r.Err)

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestSyncErrors: the errors of SyncGroup, per Kafka's validation order,
@@ -34,7 +36,7 @@ func TestSyncErrors(t *testing.T) {
 			ch := make(chan SyncResponse, 1)
 			c.Sync(req, func(r SyncResponse) { ch <- r })
 			r := recv(t, ch, tc.name)
-			wantErr(t, tc.name, r.Err, tc.want)
+			testenv.WantErr(t, tc.name, r.Err, tc.want)
 			if tc.want != nil && (r.Assignment != nil || r.ProtocolType != "" || r.ProtocolName != "") {
 				t.Fatalf("%s: got %+v, want no assignment or protocol with an error", tc.name, r)
 			}
@@ -42,7 +44,7 @@ func TestSyncErrors(t *testing.T) {
 		// During a rebalance a current member's sync is refused.
 		b := newClient(t, c, "g", "b")
 		bJoin := b.joinAsync()
-		wantErr(t, "sync while preparing", a.sync(nil).Err, kerr.RebalanceInProgress)
+		testenv.WantErr(t, "sync while preparing", a.sync(nil).Err, kerr.RebalanceInProgress)
 		a.await(a.joinAsync())
 		b.await(bJoin)
 	})
@@ -83,7 +85,7 @@ func TestSecondSyncSupersedesParked(t *testing.T) {
 		b.await(bJoin)
 		first := b.syncAsync(nil)
 		second := b.syncAsync(nil)
-		wantErr(t, "superseded sync", recv(t, first, "first").Err, kerr.RebalanceInProgress)
+		testenv.WantErr(t, "superseded sync", recv(t, first, "first").Err, kerr.RebalanceInProgress)
 		a.sync(map[string][]byte{b.id: []byte("pb")})
 		if r := recv(t, second, "second"); r.Err != nil || string(r.Assignment) != "pb" {
 			t.Fatalf("second sync: got %+v, want pb", r)
@@ -106,6 +108,6 @@ func TestLeaveAnswersParkedSync(t *testing.T) {
 		if err != nil || errs[0] != nil {
 			t.Fatalf("leave: %v %v", err, errs)
 		}
-		wantErr(t, "parked sync of the leaver", recv(t, bSync, "b's sync").Err, kerr.UnknownMemberID)
+		testenv.WantErr(t, "parked sync of the leaver", recv(t, bSync, "b's sync").Err, kerr.UnknownMemberID)
 	})
 }

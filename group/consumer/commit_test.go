@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestValidateCommit: commits of a consumer group's members need v9+ and
@@ -20,7 +22,7 @@ func TestValidateCommit(t *testing.T) {
 			if !found {
 				t.Fatalf("%s: group not found", what)
 			}
-			wantErr(t, what, err, want)
+			testenv.WantErr(t, what, err, want)
 		}
 		check("current epoch", "a", 1, false, 9, nil)
 		check("stale epoch", "a", 0, false, 9, kerr.StaleMemberEpoch)
@@ -38,7 +40,7 @@ func TestValidateCommit(t *testing.T) {
 			if !found {
 				t.Fatalf("%s: group not found", what)
 			}
-			wantErr(t, what, err, want)
+			testenv.WantErr(t, what, err, want)
 		}
 		s := func(v string) *string { return &v }
 		wantFetch("admin fetch", nil, -1, nil)

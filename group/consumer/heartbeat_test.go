@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestJoin: the first member of a new group gets every partition at epoch
@@ -142,8 +144,8 @@ func TestMemberLeaves(t *testing.T) {
 		if r.MemberEpoch != 3 || !disjointCover(foo, 4, a.owned) {
 			t.Fatalf("a: got %+v, owns %v; want all 4 at epoch 3", r, a.owned)
 		}
-		wantErr(t, "b's heartbeat after leaving", b.heartbeat().Err, kerr.UnknownMemberID)
-		wantErr(t, "b leaving again", b.leave().Err, kerr.UnknownMemberID)
+		testenv.WantErr(t, "b's heartbeat after leaving", b.heartbeat().Err, kerr.UnknownMemberID)
+		testenv.WantErr(t, "b leaving again", b.leave().Err, kerr.UnknownMemberID)
 		// The last member leaves: Empty, epochs caught up.
 		a.leave()
 		if d := describe(t, c, md, "g"); d.State != Empty || d.Epoch != 4 || d.AssignmentEpoch != 4 {
@@ -179,7 +181,7 @@ func TestSessionExpiry(t *testing.T) {
 		if !disjointCover(foo, 4, a.owned) {
 			t.Fatalf("a owns %v, want all 4", a.owned)
 		}
-		wantErr(t, "b's heartbeat", b.heartbeat().Err, kerr.UnknownMemberID)
+		testenv.WantErr(t, "b's heartbeat", b.heartbeat().Err, kerr.UnknownMemberID)
 		b.join()
 		converge(t, a, b)
 		if !disjointCover(foo, 4, a.owned, b.owned) {
@@ -209,7 +211,7 @@ func TestStaticMember(t *testing.T) {
 		dup := newClient(t, c, md, "g", "a2", "foo")
 		dup.instance = &inst
 		dup.epoch = 0
-		wantErr(t, "a second member with a's instance id", dup.send(dup.request(true)).Err, kerr.UnreleasedInstanceID)
+		testenv.WantErr(t, "a second member with a's instance id", dup.send(dup.request(true)).Err, kerr.UnreleasedInstanceID)
 
 		r := a.leave()
 		if r.Err != nil || r.MemberEpoch != StaticLeaveEpoch || r.MemberID != "a1" {
@@ -238,7 +240,7 @@ func TestStaticMember(t *testing.T) {
 		}
 		// The old member id of the instance is fenced.
 		a.epoch = epoch
-		wantErr(t, "a1's heartbeat", a.heartbeat().Err, kerr.FencedInstanceID)
+		testenv.WantErr(t, "a1's heartbeat", a.heartbeat().Err, kerr.FencedInstanceID)
 
 		// a2 leaves for now and does not come back: its session expires.
 		a2.leave()
@@ -267,7 +269,7 @@ func TestFencing(t *testing.T) {
 		converge(t, a, b) // a at epoch 2, previous 1
 
 		a.epoch = 5
-		wantErr(t, "a greater epoch", a.heartbeat().Err, kerr.FencedMemberEpoch)
+		testenv.WantErr(t, "a greater epoch", a.heartbeat().Err, kerr.FencedMemberEpoch)
 		a.epoch = 0
 		a.epoch = -5 + 5 // 0 rejoins, tested below
 		a.epoch = 1
@@ -275,14 +277,14 @@ func TestFencing(t *testing.T) {
 		// The previous epoch passes only with the owned partitions given.
 		req := a.request(false)
 		req.Topics = nil
-		wantErr(t, "the previous epoch without owned partitions", c.Heartbeat(req, md).Err, kerr.FencedMemberEpoch)
+		testenv.WantErr(t, "the previous epoch without owned partitions", c.Heartbeat(req, md).Err, kerr.FencedMemberEpoch)
 		r := a.heartbeat() // previous epoch, owning nothing: within
 		if r.Err != nil || r.MemberEpoch != 2 {
 			t.Fatalf("previous epoch with a subset: got %+v, want epoch 2", r)
 		}
 		a.epoch = 1
 		b.epoch = 1 // b's previous epoch is 2: it is at 2 since its join
-		wantErr(t, "a smaller epoch", b.heartbeat().Err, kerr.FencedMemberEpoch)
+		testenv.WantErr(t, "a smaller epoch", b.heartbeat().Err, kerr.FencedMemberEpoch)
 		// Rejoin in place with epoch 0 (KAFKA-19233).
 		r = b.join()
 		if r.MemberID != "b" || r.MemberEpoch != 2 || !r.HasAssignment || b.count() != 2 {
@@ -316,7 +318,7 @@ func TestRebalanceTimeout(t *testing.T) {
 			}
 		}
 		time.Sleep(start.Add(20*time.Second + time.Millisecond).Sub(time.Now()))
-		wantErr(t, "a's heartbeat after its rebalance timeout", a.heartbeat().Err, kerr.UnknownMemberID)
+		testenv.WantErr(t, "a's heartbeat after its rebalance timeout", a.heartbeat().Err, kerr.UnknownMemberID)
 		b.beat()
 		if !disjointCover(foo, 4, b.owned) {
 			t.Fatalf("b owns %v, want all 4", b.owned)
@@ -362,7 +364,7 @@ func TestValidation(t *testing.T) {
 			req := base()
 			tc.edit(&req)
 			r := c.Heartbeat(req, md)
-			wantErr(t, tc.name, r.Err, tc.want)
+			testenv.WantErr(t, tc.name, r.Err, tc.want)
 			if tc.msg != "" && r.Err.Error() != tc.msg {
 				t.Errorf("%s: message %q, want %q", tc.name, r.Err, tc.msg)
 			}
@@ -376,16 +378,16 @@ func TestValidation(t *testing.T) {
 		}
 		other := base()
 		other.MemberID = "n"
-		wantErr(t, "a second member over group.consumer.max.size 1", c.Heartbeat(other, md).Err, kerr.GroupMaxSizeReached)
+		testenv.WantErr(t, "a second member over group.consumer.max.size 1", c.Heartbeat(other, md).Err, kerr.GroupMaxSizeReached)
 		// The size check comes first, as in Kafka: an unknown member of a
 		// full group hears that it is full.
 		unknown := base()
 		unknown.MemberEpoch, unknown.MemberID = 1, "n"
-		wantErr(t, "an unknown member of a full group", c.Heartbeat(unknown, md).Err, kerr.GroupMaxSizeReached)
+		testenv.WantErr(t, "an unknown member of a full group", c.Heartbeat(unknown, md).Err, kerr.GroupMaxSizeReached)
 		unknown.Group = "g2"
 		c.Heartbeat(HeartbeatRequest{Version: 1, Group: "g2", MemberID: "x", RebalanceTimeoutMillis: 1000, SubscribedTopicNames: []string{}, Topics: []TopicPartitions{}}, md)
 		c.Heartbeat(HeartbeatRequest{Version: 1, Group: "g2", MemberID: "x", MemberEpoch: -1}, md)
-		wantErr(t, "an unknown member", c.Heartbeat(unknown, md).Err, kerr.UnknownMemberID)
+		testenv.WantErr(t, "an unknown member", c.Heartbeat(unknown, md).Err, kerr.UnknownMemberID)
 	})
 }
 
@@ -559,7 +561,7 @@ func TestNamespace(t *testing.T) {
 			t.Fatal("the Empty classic group e was not taken over")
 		}
 		r := newClient(t, c, md, "b", "a", "foo").send(newClient(t, c, md, "b", "a", "foo").request(true))
-		wantErr(t, "joining over a classic group with members", r.Err, kerr.GroupIDNotFound)
+		testenv.WantErr(t, "joining over a classic group with members", r.Err, kerr.GroupIDNotFound)
 		busy := newClient(t, c, md, "b", "a", "foo")
 		busy.epoch = 1
 		if r := busy.heartbeat(); r.Err == nil || r.Err.Error() != "Group b is not a consumer group." {

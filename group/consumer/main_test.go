@@ -1,14 +1,12 @@
 package consumer
 
 import (
-	"errors"
 	"maps"
 	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/goleak"
 )
 
@@ -195,20 +193,6 @@ func (cl *client) leave() HeartbeatResponse {
 
 // count is the number of partitions the client owns.
 func (cl *client) count() int { return cl.owned.size() }
-
-// wantErr fails unless err is want (nil: no error).
-func wantErr(t *testing.T, what string, err error, want *kerr.Error) {
-	t.Helper()
-	if want == nil {
-		if err != nil {
-			t.Fatalf("%s: got %v, want no error", what, err)
-		}
-		return
-	}
-	if !errors.Is(err, want) {
-		t.Fatalf("%s: got %v, want %v", what, err, want)
-	}
-}
 
 // describe returns the group's description and fails on an error.
 func describe(t *testing.T, c *Coordinator, md Metadata, group string) Description {
