@@ -38,7 +38,7 @@ var layers = []layer{
 		may:     nil,
 	},
 	{
-		// The consume queue is becoming its own package below partition.
+		// The consume queue is its own package below partition.
 		name:    "storage: partitions over the commit log",
 		members: []string{"consumequeue", "partition"},
 		may:     []string{"log", "flush", "partition/batch", "consumequeue"},
