@@ -58,11 +58,12 @@
 // zap, structured, quiet at info level: per-request lines are at Debug. A
 // connection's logger carries "remote" (the client address); other keys
 // are "api" (kmsg name of the key), "key", "version", "correlation_id",
-// "client_id", "reason" (why a connection closed or was refused),
-// "topic", "group", "member", "instance", "dir", "addr" and "advertised"
-// (at start-up), and the recovery report's "clean", "end", "cut",
-// "reindexed" and "took". Use these names for the same things in new log
-// lines.
+// "client_id", "reason" (why a connection closed or was refused);
+// "topic", "id" (the topic id), "partition", "partitions" and "configs"
+// for topic changes; "group", "member" and "instance" for groups; "dir",
+// "addr" and "advertised" at start-up, with the recovery report's "clean",
+// "end", "cut", "reindexed" and "took". Use these names for the same
+// things in new log lines.
 //
 // # Files
 //
