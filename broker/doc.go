@@ -74,8 +74,8 @@
 // requests in flight), apikeys*.go (the API table), errors.go (error
 // codes), auto_create.go (topic auto-creation), fetch_session.go
 // (KIP-227 fetch sessions), group_hooks.go and offset_commits.go (the
-// group coordinators and the committed-offsets store), txn_wiring.go (the
-// transaction coordinator) and producer_ids.go (producer id allocation).
+// group coordinators and the committed-offsets store) and txn_wiring.go
+// (the transaction coordinator).
 // Each handle_xxx.go serves one API key and starts with a comment giving
 // its versions, the KIPs per version and any deviation from Kafka.
 package broker
