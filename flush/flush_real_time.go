@@ -63,7 +63,7 @@ func NewFlushRealTimeService(store Store, cfg FlushRealTimeConfig, opts ...Optio
 	s := &FlushRealTimeService{}
 	s.p = periodic{
 		kind:             "flush",
-		op:               store.Flush,
+		op:               timedFlush(store, o.onRound),
 		interval:         cfg.Interval,
 		leastPages:       cfg.LeastPages,
 		thoroughInterval: cfg.ThoroughInterval,
@@ -93,3 +93,23 @@ func (s *FlushRealTimeService) Wake() { s.p.wakeup() }
 // the service was already closed. In pool mode close the
 // CommitRealTimeService first, so that its final commit is flushed here.
 func (s *FlushRealTimeService) Close() error { return s.p.close() }
+
+// timedFlush is store.Flush, reporting each flush that advanced the durable
+// position to onRound (WithOnRound) with its duration. Calls that found
+// too few dirty pages to flush are not reported: they did no I/O.
+func timedFlush(store Store, onRound func(int, time.Duration)) func(int) (int64, error) {
+	if onRound == nil {
+		return store.Flush
+	}
+	// Only the service goroutine (or Close, after it) calls op.
+	last := store.FlushedPosition()
+	return func(leastPages int) (int64, error) {
+		start := time.Now()
+		pos, err := store.Flush(leastPages)
+		if pos > last {
+			last = pos
+			onRound(0, time.Since(start))
+		}
+		return pos, err
+	}
+}

@@ -55,6 +55,7 @@ type GroupCommitService struct {
 	timeout   time.Duration
 	lg        *zap.Logger
 	onFlushed func(flushed int64)
+	onRound   func(served int, took time.Duration)
 	// reported is the position whose onFlushed call has returned: Await's
 	// fast path trusts it rather than the store's flushed position, which
 	// moves before the hook runs, so that no acknowledgement overtakes the
@@ -166,6 +167,7 @@ func NewGroupCommitService(store Store, cfg GroupCommitConfig, opts ...Option) *
 		timeout:   cfg.Timeout,
 		lg:        o.logger.With(zap.String("service", "group-commit")),
 		onFlushed: o.onFlushed,
+		onRound:   o.onRound,
 		// Only advances past what was durable at construction are news.
 		lastFlushed: store.FlushedPosition(),
 		kick:        make(chan struct{}, 1),
@@ -484,10 +486,13 @@ func (s *GroupCommitService) takeLocked() (forced bool) {
 func (s *GroupCommitService) round(forced bool) error {
 	flushed := s.store.FlushedPosition()
 	var err error
+	var took time.Duration
+	before := flushed
 	if forced || s.uncovered(flushed) {
 		start := time.Now()
 		flushed, err = s.store.Flush(0)
 		d := time.Since(start)
+		took = d
 		s.lastFlushTook = d
 		if d > slowThreshold {
 			s.lg.Warn("slow flush", zap.Duration("took", d), zap.Int("waiters", len(s.read)))
@@ -535,6 +540,10 @@ func (s *GroupCommitService) round(forced bool) error {
 	clear(s.read[len(keep):])
 	s.read = keep
 	s.mu.Unlock()
+
+	if s.onRound != nil && flushed > before {
+		s.onRound(s.lastServed, took)
+	}
 
 	s.deliverAndRelease()
 	return werr

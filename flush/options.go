@@ -1,6 +1,10 @@
 package flush
 
-import "go.uber.org/zap"
+import (
+	"time"
+
+	"go.uber.org/zap"
+)
 
 // Option supplies a dependency to one of the services (STYLE.md §7: settings
 // live in the Config structs, dependencies come in as options). Every option is
@@ -14,6 +18,7 @@ type options struct {
 	onFlushed   func(flushed int64)
 	onCommitted func(committed int64)
 	flusher     Waker
+	onRound     func(served int, took time.Duration)
 }
 
 // newOptions applies opts over the defaults. The result is fresh on every call:
@@ -64,4 +69,14 @@ func WithOnCommitted(fn func(committed int64)) Option {
 // their bytes are committed). Ignored by the other services.
 func WithFlusher(w Waker) Option {
 	return func(o *options) { o.flusher = w }
+}
+
+// WithOnRound registers fn to be called after every flush that made bytes
+// durable, with how long the flush took and, for GroupCommitService, how
+// many waiting requests it completed (0 for FlushRealTimeService, which has
+// no waiters). The broker's metrics (group-commit batch sizes, flush
+// latency) come from it. It is called on the service goroutine with no lock
+// held and must not block.
+func WithOnRound(fn func(served int, took time.Duration)) Option {
+	return func(o *options) { o.onRound = fn }
 }
