@@ -73,6 +73,11 @@ type Partition struct {
 	// deleted is set when the topic was deleted.
 	deleted atomic.Bool
 
+	// traffic counts bytes and records in and out (stats.go).
+	traffic Traffic
+	// size caches the partition's size (stats.go); a leaf lock.
+	size partitionSize
+
 	// logEnd mirrors mu.next for readers.
 	logEnd atomic.Int64
 	// highWatermark is the offset up to which data is visible to consumers:
@@ -255,6 +260,8 @@ func (p *Partition) appendCheckedLocked(b []byte, pb ProducerBatch, attributes i
 		pb.MaxTimestamp = w.appendTime
 	}
 	p.updateProducerLocked(pb, w.base, nowMs)
+	p.traffic.BytesIn.Add(int64(len(b)))
+	p.traffic.RecordsIn.Add(int64(pb.LastOffsetDelta) + 1) // validated equal to NumRecords
 	return p.publishLocked(w), nil
 }
 

@@ -22,7 +22,12 @@ func (s *Store) recover(cp checkpoint, topics []TopicSpec) (RecoveryReport, erro
 	r.ReplayedFrom = rp.from
 
 	rp.nowMs = s.cfg.Now().UnixMilli()
-	clog, lr, err := klog.Open(s.cfg.Log, rp.from, rp.visit)
+	progress := newReplayProgress(s.lg, s.cfg.Dir, s.cfg.Log.FileSize, rp.from)
+	visit := func(e klog.Entry) error {
+		progress.visited(e.Pos, rp.indexed)
+		return rp.visit(e)
+	}
+	clog, lr, err := klog.Open(s.cfg.Log, rp.from, visit)
 	r.Log = lr
 	r.Indexed = rp.indexed
 	if err != nil {

@@ -125,5 +125,7 @@ func (s *Store) EnforceRetention(ctx context.Context) (int, error) {
 			minLive = min(minLive, e.Pos-int64(s.clog.HeaderSize()))
 		}
 	}
-	return s.clog.DeleteBefore(ctx, minLive)
+	n, err := s.clog.DeleteBefore(ctx, minLive)
+	s.deletedFiles.Add(int64(n))
+	return n, err
 }

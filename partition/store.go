@@ -18,6 +18,7 @@ import (
 
 	"github.com/kbroker/kbroker/consumequeue"
 	"github.com/kbroker/kbroker/flush"
+	"github.com/kbroker/kbroker/internal/metric"
 	klog "github.com/kbroker/kbroker/log"
 )
 
@@ -153,6 +154,11 @@ type Store struct {
 	// checkpointMu serialises checkpoints (timer, retention, Close).
 	checkpointMu sync.Mutex
 
+	// flushStats are filled by the flush services' round hook.
+	flushStats FlushStats
+	// deletedFiles counts commit-log files deleted by retention.
+	deletedFiles atomic.Int64
+
 	report  RecoveryReport
 	closed  atomic.Bool
 	stop    chan struct{}
@@ -192,6 +198,10 @@ func Open(cfg Config, topics []TopicSpec, opts ...Option) (*Store, RecoveryRepor
 		stop:    make(chan struct{}),
 		cqRoot:  filepath.Join(cfg.Dir, "consumequeue"),
 		metaDir: filepath.Join(cfg.Dir, "metadata"),
+		flushStats: FlushStats{
+			Latency: metric.NewHistogram(metric.LatencyBounds),
+			Batch:   metric.NewHistogram(metric.CountBounds),
+		},
 	}
 	for _, o := range opts {
 		o(s)
@@ -242,15 +252,16 @@ func (s *Store) newPartition(t TopicSpec, i int32) (*Partition, error) {
 // (pool).
 func (s *Store) startFlush() {
 	reveal := func(pos int64) { s.reveal(pos) }
+	observe := flush.WithOnRound(s.observeFlush)
 	switch s.cfg.FlushMode {
 	case FlushSync:
-		s.groupCommit = flush.NewGroupCommitService(s.clog, s.cfg.GroupCommit, flush.WithLogger(s.lg), flush.WithOnFlushed(reveal))
+		s.groupCommit = flush.NewGroupCommitService(s.clog, s.cfg.GroupCommit, flush.WithLogger(s.lg), flush.WithOnFlushed(reveal), observe)
 		s.groupCommit.Start()
 	case FlushAsync:
-		s.flusher = flush.NewFlushRealTimeService(s.clog, s.cfg.FlushRealTime, flush.WithLogger(s.lg))
+		s.flusher = flush.NewFlushRealTimeService(s.clog, s.cfg.FlushRealTime, flush.WithLogger(s.lg), observe)
 		s.flusher.Start()
 	case FlushAsyncPool:
-		s.flusher = flush.NewFlushRealTimeService(s.clog, s.cfg.FlushRealTime, flush.WithLogger(s.lg))
+		s.flusher = flush.NewFlushRealTimeService(s.clog, s.cfg.FlushRealTime, flush.WithLogger(s.lg), observe)
 		s.committer = flush.NewCommitRealTimeService(s.clog, s.cfg.CommitRealTime,
 			flush.WithLogger(s.lg), flush.WithFlusher(s.flusher), flush.WithOnCommitted(reveal))
 		s.flusher.Start()
