@@ -66,6 +66,12 @@ type Broker struct {
 	// copiedBytes counts record bytes copied out of the mapping for small
 	// fetch ranges (the rest go with sendfile).
 	copiedBytes atomic.Int64
+	// accepted counts connections accepted and served.
+	accepted atomic.Int64
+	// metrics are the per-API-key request counters (metrics.go).
+	metrics *requestMetrics
+	// started is set when the listener accepts; Ready reports it.
+	started atomic.Bool
 
 	wg sync.WaitGroup
 	// stop is closed when shutdown begins.
@@ -90,6 +96,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	}
 	b.apis = apiTable()
 	b.idx = indexAPIs(b.apis)
+	b.metrics = newRequestMetrics(b.apis)
 	b.budget = newByteBudget(cfg.QueuedMaxRequestBytes)
 	b.sessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.mu.conns = map[*conn]struct{}{}
@@ -217,6 +224,7 @@ func (b *Broker) Start() error {
 	b.advHost, b.advPort = host, int32(p)
 	b.wg.Add(1)
 	go b.acceptLoop()
+	b.started.Store(true)
 	b.lg.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("advertised", adv))
 	return nil
 }
@@ -256,6 +264,7 @@ func (b *Broker) acceptLoop() {
 			continue
 		}
 		c := newConn(b, nc)
+		b.accepted.Add(1)
 		b.mu.conns[c] = struct{}{}
 		b.mu.perIP[ip]++
 		b.wg.Add(1)
@@ -357,6 +366,23 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// ErrNotReady is Ready's answer before Start and from the beginning of
+// Shutdown.
+var ErrNotReady = errors.New("broker: not serving")
+
+// Ready reports whether the broker serves clients: its store is open and
+// its listener accepts connections (Start has run and Shutdown has not
+// begun). It backs the admin listener's /readyz.
+func (b *Broker) Ready() error {
+	b.mu.Lock()
+	shutdown := b.mu.shutdown
+	b.mu.Unlock()
+	if shutdown || !b.started.Load() || b.store == nil {
+		return ErrNotReady
+	}
+	return nil
+}
+
 // Stats are counters of the broker's fetch path and accept loop.
 type Stats struct {
 	// SendfileBytes went from commit-log files to sockets with sendfile(2).
@@ -369,12 +395,20 @@ type Stats struct {
 	// RefusedConnections were closed at accept by max.connections or
 	// max.connections.per.ip.
 	RefusedConnections int64
+	// AcceptedConnections were accepted and served.
+	AcceptedConnections int64
+	// OpenConnections are being served now.
+	OpenConnections int
 }
 
 // Stats returns the fetch counters. The sendfile counters are process-wide.
 func (b *Broker) Stats() Stats {
 	sent, fallback := sendfile.Stats()
-	return Stats{SendfileBytes: sent, FallbackBytes: fallback, CopiedBytes: b.copiedBytes.Load(), RefusedConnections: b.refused.Load()}
+	b.mu.Lock()
+	open := len(b.mu.conns)
+	b.mu.Unlock()
+	return Stats{SendfileBytes: sent, FallbackBytes: fallback, CopiedBytes: b.copiedBytes.Load(),
+		RefusedConnections: b.refused.Load(), AcceptedConnections: b.accepted.Load(), OpenConnections: open}
 }
 
 // Topics is the topic registry.

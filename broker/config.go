@@ -95,6 +95,13 @@ type Config struct {
 	// of sent with its own sendfile call (0: always sendfile); for small
 	// batches the copy measured 5–14× faster (docs/BENCHMARKS.md).
 	FetchCopyThreshold int `kafka:"kbroker.fetch.copy.threshold.bytes"`
+	// MetricsPartitionSeriesMax bounds the per-partition series of the
+	// admin listener's /metrics (offsets, sizes, consumer-group lag per
+	// partition): with more partitions than this, or more committed
+	// group offsets, only per-topic and per-group series are exported, so
+	// a broker with many partitions cannot swamp Prometheus. 0 turns the
+	// per-partition series off.
+	MetricsPartitionSeriesMax int `kafka:"kbroker.metrics.partition.series.max"`
 	// ClusterID is reported in Metadata and DescribeCluster.
 	ClusterID string `kafka:"cluster.id"`
 	// NodeID is this broker's id.
@@ -166,29 +173,30 @@ type Config struct {
 // DefaultConfig returns the defaults of the kbroker command.
 func DefaultConfig() Config {
 	return Config{
-		Listen:                   "localhost:9092",
-		DataDir:                  "./kbroker-data",
-		FlushMode:                "async",
-		SegmentBytes:             128 << 20,
-		DefaultPartitions:        1,
-		AutoCreateTopics:         true,
-		MaxRequestBytes:          100 << 20,
-		QueuedMaxRequestBytes:    256 << 20,
-		ConnectionsMaxIdle:       10 * time.Minute,
-		MaxConnections:           math.MaxInt32,
-		MaxConnectionsPerIP:      math.MaxInt32,
-		MaxInFlightPerConnection: 128,
-		MessageMaxBytes:          1048588,
-		RetentionMs:              7 * 24 * 3600 * 1000,
-		RetentionBytes:           -1,
-		RetentionCheckInterval:   5 * time.Minute,
-		SyncFlushTimeout:         5 * time.Second,
-		LogAppend:                klog.AppendPwrite.String(),
-		LogWarm:                  klog.WarmFault.String(),
-		FetchSessionCacheSlots:   defaultFetchSessionSlots,
-		FetchCopyThreshold:       defaultFetchCopyThreshold,
-		ClusterID:                "kbroker-cluster",
-		NodeID:                   0,
+		Listen:                    "localhost:9092",
+		DataDir:                   "./kbroker-data",
+		FlushMode:                 "async",
+		SegmentBytes:              128 << 20,
+		DefaultPartitions:         1,
+		AutoCreateTopics:          true,
+		MaxRequestBytes:           100 << 20,
+		QueuedMaxRequestBytes:     256 << 20,
+		ConnectionsMaxIdle:        10 * time.Minute,
+		MaxConnections:            math.MaxInt32,
+		MaxConnectionsPerIP:       math.MaxInt32,
+		MaxInFlightPerConnection:  128,
+		MessageMaxBytes:           1048588,
+		RetentionMs:               7 * 24 * 3600 * 1000,
+		RetentionBytes:            -1,
+		RetentionCheckInterval:    5 * time.Minute,
+		SyncFlushTimeout:          5 * time.Second,
+		LogAppend:                 klog.AppendPwrite.String(),
+		LogWarm:                   klog.WarmFault.String(),
+		FetchSessionCacheSlots:    defaultFetchSessionSlots,
+		FetchCopyThreshold:        defaultFetchCopyThreshold,
+		MetricsPartitionSeriesMax: 1000,
+		ClusterID:                 "kbroker-cluster",
+		NodeID:                    0,
 
 		GroupInitialRebalanceDelay:    0,
 		GroupMinSessionTimeout:        6 * time.Second,
@@ -264,6 +272,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MessageMaxBytes < 0 {
 		errs = append(errs, errors.New("message.max.bytes is negative"))
+	}
+	if c.MetricsPartitionSeriesMax < 0 {
+		errs = append(errs, fmt.Errorf("kbroker.metrics.partition.series.max: %d is negative", c.MetricsPartitionSeriesMax))
 	}
 	if c.FetchCopyThreshold < 0 || c.FetchCopyThreshold > 1<<20 {
 		errs = append(errs, errors.New("kbroker.fetch.copy.threshold.bytes must be between 0 and 1 MiB"))

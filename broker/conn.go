@@ -57,6 +57,9 @@ type conn struct {
 type outgoing struct {
 	corr int32
 	res  result
+	// t is when the request was handled, for the request metrics; zero
+	// for an answer the dispatcher made without a handler.
+	t timing
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -213,7 +216,7 @@ func (c *conn) handleFrame(frame []byte) error {
 			resp := kmsg.NewPtrApiVersionsResponse()
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
 			c.b.fillApiVersions(resp)
-			return c.enqueue(h.CorrelationID, result{resp: resp})
+			return c.enqueue(h.CorrelationID, result{resp: resp}, timing{})
 		}
 		c.lg.Info("closing connection: unsupported request",
 			zap.String("api", kmsg.NameForKey(h.Key)), zap.Int16("key", h.Key), zap.Int16("version", h.Version),
@@ -228,7 +231,11 @@ func (c *conn) handleFrame(frame []byte) error {
 	if ce := c.lg.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(zap.String("api", kmsg.NameForKey(h.Key)), zap.Int16("version", h.Version), zap.Int32("correlation_id", h.CorrelationID))
 	}
+	c.b.metrics.request(h.Key, h.Version)
+	t := timing{key: h.Key, version: h.Version, started: time.Now()}
 	res, err := a.handle(c.b, c, req)
+	t.handled = time.Now()
+	c.b.metrics.apis[h.Key].Handle.ObserveDuration(t.handled.Sub(t.started))
 	if err != nil {
 		c.lg.Info("closing connection: handler failed", zap.String("api", kmsg.NameForKey(h.Key)), zap.Error(err))
 		return err
@@ -236,7 +243,7 @@ func (c *conn) handleFrame(frame []byte) error {
 	if res.none {
 		return nil
 	}
-	return c.enqueue(h.CorrelationID, res)
+	return c.enqueue(h.CorrelationID, res, t)
 }
 
 var errUnsupported = errors.New("broker: unsupported api key or version")
@@ -247,9 +254,9 @@ var errNoFetchResponse = errors.New("broker: fetch response was not encoded")
 
 // enqueue hands a response to the writer, waiting while the connection has
 // MaxInFlightPerConnection responses queued.
-func (c *conn) enqueue(corr int32, res result) error {
+func (c *conn) enqueue(corr int32, res result, t timing) error {
 	select {
-	case c.out <- outgoing{corr: corr, res: res}:
+	case c.out <- outgoing{corr: corr, res: res, t: t}:
 		return nil
 	case <-c.ctx.Done():
 		return c.ctx.Err()
@@ -358,13 +365,17 @@ func (c *conn) writeLoop() {
 		if c.draining.Load() {
 			deadline = min(deadline, drainTimeout)
 		}
-		c.nc.SetWriteDeadline(time.Now().Add(deadline))
+		writing := time.Now()
+		c.nc.SetWriteDeadline(writing.Add(deadline))
 		var err error
 		if o.res.fetch != nil {
 			err = c.writeFetch(o.corr, o.res.fetch)
 		} else {
 			buf = protocol.AppendResponse(buf[:0], o.corr, o.res.resp)
 			_, err = c.nc.Write(buf)
+		}
+		if err == nil && !o.t.started.IsZero() {
+			c.b.metrics.observeSent(o.t, o.res.resp, writing, time.Now())
 		}
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {

@@ -128,6 +128,7 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 	sr := b.openSession(req)
 	fr := newFetchResult()
 	if sr.errCode != 0 {
+		b.metrics.apis[kmsg.Fetch.Int16()].countError(sr.errCode)
 		resp := protocol.FetchResponse{Version: req.Version, ErrorCode: sr.errCode}
 		protocol.EncodeFetchResponse(&fr.frame, 0, &resp)
 		return result{fetch: fr}, nil
@@ -383,6 +384,7 @@ func (plan *fetchPlan) waitFor(fp *fetchPart) <-chan struct{} {
 // correlation id. Topics left without partitions (incremental sessions)
 // are dropped.
 func (b *Broker) encodeFetch(req *kmsg.FetchRequest, plan *fetchPlan, fr *fetchResult) {
+	b.countFetch(plan)
 	resp := protocol.FetchResponse{Version: req.Version}
 	if plan.sr.session != nil {
 		resp.SessionID = plan.sr.session.id
@@ -393,4 +395,27 @@ func (b *Broker) encodeFetch(req *kmsg.FetchRequest, plan *fetchPlan, fr *fetchR
 		}
 	}
 	protocol.EncodeFetchResponse(&fr.frame, 0, &resp)
+}
+
+// countFetch adds a fetch response's record bytes to its partitions'
+// traffic (BytesOut) and its error codes to the Fetch request metrics.
+// The bytes are counted when the response is encoded, not once it is
+// sent: a consumer that goes away mid-send is rare, and counting here
+// keeps the writer free of per-partition work.
+func (b *Broker) countFetch(plan *fetchPlan) {
+	m := b.metrics.apis[kmsg.Fetch.Int16()]
+	for i := range plan.parts {
+		fp := &plan.parts[i]
+		m.countError(fp.out.ErrorCode)
+		if fp.p == nil {
+			continue
+		}
+		var n int64
+		for _, r := range fp.out.Ranges {
+			n += r.Len
+		}
+		if n > 0 {
+			fp.p.Traffic().BytesOut.Add(n)
+		}
+	}
 }
