@@ -115,7 +115,7 @@ func TestBinaryZeroCopyFetch(t *testing.T) {
 
 // debugAddrRE finds the debug server's address in kbroker's log (console
 // or JSON).
-var debugAddrRE = regexp.MustCompile(`debug listening on.*?"addr": ?"([^"]+)"`)
+var debugAddrRE = regexp.MustCompile(`admin listening on.*?"addr": ?"([^"]+)"`)
 
 // awaitDebugAddr returns the address of a broker's debug server
 // (--debug-listen) from its log. The line is logged before the listening
@@ -124,7 +124,7 @@ var debugAddrRE = regexp.MustCompile(`debug listening on.*?"addr": ?"([^"]+)"`)
 func awaitDebugAddr(tb testing.TB, log *lockedBuffer) string {
 	tb.Helper()
 	var m []string
-	testenv.Eventually(tb, 10*time.Second, "a \"debug listening on\" line in the log", func() bool {
+	testenv.Eventually(tb, 10*time.Second, "an \"admin listening on\" line in the log", func() bool {
 		m = debugAddrRE.FindStringSubmatch(log.String())
 		return m != nil
 	})

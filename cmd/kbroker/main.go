@@ -19,14 +19,18 @@
 // checkpointed, waiting at most 30 s); a second signal exits at once with
 // status 1, leaving recovery to the next start.
 //
-// --debug-listen ADDR (off by default) serves expvar at /debug/vars (the
-// runtime's memstats and a "kbroker" variable with the fetch counters of
-// broker.Stats) and net/http/pprof at /debug/pprof/ on ADDR; the address
-// bound is logged ("debug listening on"), not printed on standard output:
+// --admin-listen ADDR (off by default) serves the admin endpoints of
+// package admin on ADDR: the status page at /, Prometheus metrics at
+// /metrics, the probes /healthz and /readyz, /status.json, expvar at
+// /debug/vars (memstats and a "kbroker" variable with broker.Stats) and
+// net/http/pprof at /debug/pprof/. It starts before the store is opened,
+// so that a long recovery is visible (/readyz answers 503 until the broker
+// serves). The address bound is logged ("admin listening on"), not printed
+// on standard output. --debug-listen is its former name:
 //
-//	kbroker --debug-listen localhost:6060
-//	curl -s localhost:6060/debug/vars | jq .kbroker
-//	go tool pprof http://localhost:6060/debug/pprof/profile?seconds=10
+//	kbroker --admin-listen localhost:9644
+//	curl -s localhost:9644/metrics | grep kafka_consumergroup_lag
+//	go tool pprof http://localhost:9644/debug/pprof/profile?seconds=10
 package main
 
 import (

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/kbroker/kbroker/admin"
 	"github.com/kbroker/kbroker/broker"
 )
 
@@ -48,23 +49,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	lg.Info("starting kbroker", fields...)
 
+	var adm *admin.Server
+	if o.adminListen != "" {
+		// Started before the store is opened, so that /healthz answers
+		// and /readyz says why not during a long recovery; stopped after
+		// the broker (deferred first, run last).
+		adm = admin.New(nil, admin.WithLogger(lg.Named("admin")))
+		if err := adm.Start(o.adminListen); err != nil {
+			return err
+		}
+		defer adm.Close()
+		lg.Info("admin listening on", zap.String("addr", adm.Addr()),
+			zap.Strings("paths", []string{"/", "/metrics", "/healthz", "/readyz", "/status.json", "/debug/vars", "/debug/pprof/"}))
+	}
+
 	b, err := openBroker(ctx, o.cfg, lg, sigs)
 	if err != nil {
 		return err
 	}
+	if adm != nil {
+		adm.SetBroker(b)
+	}
 	if err := b.Start(); err != nil {
 		return errors.Join(err, stop(ctx, b)) // release the store cleanly
-	}
-	if o.debugListen != "" {
-		// Started before the listening line, so that whoever waits for
-		// that line can use both addresses; stopped after the broker.
-		d, err := startDebug(o.debugListen, b, lg)
-		if err != nil {
-			return errors.Join(err, stop(ctx, b))
-		}
-		defer d.Close()
-		lg.Info("debug listening on", zap.String("addr", d.Addr()),
-			zap.Strings("paths", []string{"/debug/vars", "/debug/pprof/"}))
 	}
 	if _, err := fmt.Fprintf(stdout, "kbroker listening on %s\n", b.Addr()); err != nil {
 		return errors.Join(fmt.Errorf("write to stdout: %w", err), stop(ctx, b))
@@ -146,8 +153,9 @@ type options struct {
 	cfg      broker.Config
 	logLevel zapcore.Level
 	logJSON  bool
-	// debugListen is the --debug-listen address; empty: no debug server.
-	debugListen string
+	// adminListen is the --admin-listen address (or the older
+	// --debug-listen); empty: no admin server.
+	adminListen string
 }
 
 // setting is a flag that sets one broker.Config field, named by its Kafka
@@ -227,9 +235,11 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	configFile := fs.String("config", "", "`file` of key=value lines with Kafka property names (server.properties); flags override it")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	logFormat := fs.String("log-format", "console", "log `format`: console or json")
-	debugListen := fs.String("debug-listen", "", "serve expvar (/debug/vars: memstats and the kbroker fetch counters) and pprof (/debug/pprof/)\n"+
-		"over HTTP on `address` host:port (port 0 picks a free one; the address is logged as \"debug listening on\");\n"+
-		"off by default. Anyone who can reach it can profile the broker: bind it to localhost")
+	adminListen := fs.String("admin-listen", "", "serve the admin endpoints over HTTP on `address` host:port: the status page (/), Prometheus\n"+
+		"metrics (/metrics), probes (/healthz, /readyz), /status.json, expvar (/debug/vars) and pprof (/debug/pprof/).\n"+
+		"Port 0 picks a free one (logged as \"admin listening on\"); off by default. Anyone who can reach it\n"+
+		"can profile the broker: bind it to localhost unless it is protected otherwise")
+	debugListen := fs.String("debug-listen", "", "the former name of --admin-listen, which serves /debug/ too (`address`)")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -259,11 +269,17 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("invalid value %q for flag -log-format: must be console or json", *logFormat)
 	}
 
-	if *debugListen != "" {
-		if _, _, err := net.SplitHostPort(*debugListen); err != nil {
-			return o, fmt.Errorf("invalid value %q for flag -debug-listen: %w", *debugListen, err)
+	for _, f := range []struct{ name, value string }{{"admin-listen", *adminListen}, {"debug-listen", *debugListen}} {
+		if f.value == "" {
+			continue
 		}
-		o.debugListen = *debugListen
+		if _, _, err := net.SplitHostPort(f.value); err != nil {
+			return o, fmt.Errorf("invalid value %q for flag -%s: %w", f.value, f.name, err)
+		}
+		if o.adminListen != "" && o.adminListen != f.value {
+			return o, fmt.Errorf("flags -admin-listen %q and -debug-listen %q differ: they name the same listener", o.adminListen, f.value)
+		}
+		o.adminListen = f.value
 	}
 
 	o.cfg = broker.DefaultConfig()

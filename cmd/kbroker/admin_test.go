@@ -17,17 +17,17 @@ import (
 	"github.com/kbroker/kbroker/broker"
 )
 
-// debugAddrRE finds the debug server's address in the log, console or
+// adminAddrRE finds the admin server's address in the log, console or
 // JSON.
-var debugAddrRE = regexp.MustCompile(`debug listening on.*?"addr": ?"([^"]+)"`)
+var adminAddrRE = regexp.MustCompile(`admin listening on.*?"addr": ?"([^"]+)"`)
 
-// debugAddr returns the address in r's "debug listening on" log line; the
+// adminAddr returns the address in r's "admin listening on" log line; the
 // line is logged before the listening line is printed.
-func debugAddr(t *testing.T, r *running) string {
+func adminAddr(t *testing.T, r *running) string {
 	t.Helper()
-	m := debugAddrRE.FindStringSubmatch(r.logs.String())
+	m := adminAddrRE.FindStringSubmatch(r.logs.String())
 	if m == nil {
-		t.Fatalf("no \"debug listening on\" line in the log:\n%s", r.logs)
+		t.Fatalf("no \"admin listening on\" line in the log:\n%s", r.logs)
 	}
 	return m[1]
 }
@@ -49,13 +49,13 @@ func httpGet(t *testing.T, url string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
-func TestRunDebugListen(t *testing.T) {
-	for _, format := range []string{"console", "json"} {
-		t.Run(format, func(t *testing.T) {
-			r := startRun(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--debug-listen", "127.0.0.1:0", "--log-format", format)
-			addr := debugAddr(t, r)
+func TestRunAdminListen(t *testing.T) {
+	for _, tc := range []struct{ format, flag string }{{"console", "--admin-listen"}, {"json", "--admin-listen"}, {"console", "--debug-listen"}} {
+		t.Run(tc.format+tc.flag, func(t *testing.T) {
+			r := startRun(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), tc.flag, "127.0.0.1:0", "--log-format", tc.format)
+			addr := adminAddr(t, r)
 			if host, port, err := net.SplitHostPort(addr); err != nil || host != "127.0.0.1" || port == "0" {
-				t.Fatalf("debug listening on %q: want 127.0.0.1 and a real port (%v)", addr, err)
+				t.Fatalf("admin listening on %q: want 127.0.0.1 and a real port (%v)", addr, err)
 			}
 			apiVersions(t, r.addr)
 
@@ -90,8 +90,16 @@ func TestRunDebugListen(t *testing.T) {
 			if code != http.StatusOK {
 				t.Errorf("/debug/pprof/cmdline: status %d", code)
 			}
-			if code, _ = httpGet(t, "http://"+addr+"/"); code != http.StatusNotFound {
-				t.Errorf("/: status %d, want 404 (only /debug/ is served)", code)
+			if code, body = httpGet(t, "http://"+addr+"/"); code != http.StatusOK || !bytes.Contains(body, []byte("<title>kbroker")) {
+				t.Errorf("/: status %d, want the status page\n%.300s", code, body)
+			}
+			for _, path := range []string{"/healthz", "/readyz"} {
+				if code, body = httpGet(t, "http://"+addr+path); code != http.StatusOK {
+					t.Errorf("%s: status %d\n%s", path, code, body)
+				}
+			}
+			if code, body = httpGet(t, "http://"+addr+"/metrics"); code != http.StatusOK || !bytes.Contains(body, []byte("kbroker_ready 1")) {
+				t.Errorf("/metrics: status %d, want kbroker_ready 1\n%.500s", code, body)
 			}
 			// startRun fails the test on any further line on stdout.
 
@@ -101,26 +109,32 @@ func TestRunDebugListen(t *testing.T) {
 			}
 			r.done <- nil // for the cleanup
 			if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-				t.Errorf("debug server still listening on %s after run returned", addr)
+				t.Errorf("admin server still listening on %s after run returned", addr)
 			}
 		})
 	}
 }
 
-func TestRunDebugListenOffByDefault(t *testing.T) {
+func TestRunAdminListenOffByDefault(t *testing.T) {
 	r := startRun(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
 	apiVersions(t, r.addr)
-	if logs := r.logs.String(); strings.Contains(logs, "debug listening") {
-		t.Errorf("debug server started without --debug-listen:\n%s", logs)
+	if logs := r.logs.String(); strings.Contains(logs, "admin listening") {
+		t.Errorf("admin server started without --admin-listen:\n%s", logs)
 	}
 }
 
-func TestRunDebugListenErrors(t *testing.T) {
+func TestRunAdminListenErrors(t *testing.T) {
+	if _, err := parseArgs([]string{"--admin-listen", "no-port"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-admin-listen") {
+		t.Errorf("parseArgs(--admin-listen no-port): got %v, want an error naming the flag", err)
+	}
+	if _, err := parseArgs([]string{"--admin-listen", "localhost:1", "--debug-listen", "localhost:2"}, io.Discard); err == nil {
+		t.Errorf("parseArgs with different --admin-listen and --debug-listen: no error")
+	}
 	if _, err := parseArgs([]string{"--debug-listen", "no-port"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-debug-listen") {
 		t.Errorf("parseArgs(--debug-listen no-port): got %v, want an error naming the flag", err)
 	}
 	o, err := parseArgs([]string{"--debug-listen", "localhost:6060"}, io.Discard)
-	if err != nil || o.debugListen != "localhost:6060" {
+	if err != nil || o.adminListen != "localhost:6060" {
 		t.Errorf("parseArgs(--debug-listen localhost:6060): %+v, %v", o, err)
 	}
 
@@ -135,9 +149,9 @@ func TestRunDebugListenErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var stdout bytes.Buffer
-	err = run(ctx, []string{"--listen", "127.0.0.1:0", "--data-dir", dir, "--debug-listen", ln.Addr().String()}, &stdout, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "debug listener") || !strings.Contains(err.Error(), "address already in use") {
-		t.Fatalf("got %v, want the debug listener's address already in use", err)
+	err = run(ctx, []string{"--listen", "127.0.0.1:0", "--data-dir", dir, "--admin-listen", ln.Addr().String()}, &stdout, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "admin: listen") || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("got %v, want the admin listener's address already in use", err)
 	}
 	if stdout.Len() != 0 {
 		t.Errorf("stdout %q after a failed start, want nothing", stdout.String())
