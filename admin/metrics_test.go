@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -163,6 +164,47 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	}
 	if got, _ := value(fams, "kafka_server_brokertopicmetrics_messagesin_total", "topic", "__consumer_offsets"); got < 1 {
 		t.Errorf("the group's commit is not counted in __consumer_offsets: %v", got)
+	}
+}
+
+// TestStatusWithoutBrowser checks /status.json and the page's HTML as
+// served (the Chromium test checks the page as rendered).
+func TestStatusWithoutBrowser(t *testing.T) {
+	t.Parallel()
+	b, s := startBroker(t, nil)
+	w := runWorkload(t, b)
+
+	code, body := get(t, s, "/status.json")
+	if code != http.StatusOK {
+		t.Fatalf("/status.json: %d\n%s", code, body)
+	}
+	var st broker.Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatalf("/status.json: %v\n%.500s", err, body)
+	}
+	var lag int64 = -1
+	for _, g := range st.Groups {
+		if g.ID == w.group {
+			lag = g.Lag()
+		}
+	}
+	if lag != int64(w.produced-w.consumed) {
+		t.Errorf("/status.json: group %s lag %d, want %d", w.group, lag, w.produced-w.consumed)
+	}
+
+	code, body = get(t, s, "/")
+	if code != http.StatusOK {
+		t.Fatalf("/: %d", code)
+	}
+	for _, want := range []string{`data-topic="` + w.topic + `"`, `data-group="` + w.group + `"`, `data-lag="5"`, `id="ready"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/ lacks %s", want)
+		}
+	}
+	for _, path := range []string{"/assets/style.css", "/assets/page.js"} {
+		if code, _ := get(t, s, path); code != http.StatusOK {
+			t.Errorf("%s: %d", path, code)
+		}
 	}
 }
 

@@ -46,15 +46,30 @@ type page struct {
 	TotalLag   int64
 	Charts     []chart
 	Files      []fileBar
-	// Topics shadows Status.Topics with per-topic sums.
+	// Topics and Groups shadow Status's with sums and cut lists.
 	Topics []topicView
+	Groups []groupView
 }
 
 // topicView is a topic with its partitions summed.
 type topicView struct {
 	broker.TopicStatus
 	Records, Size, BytesIn, BytesOut int64
+	// More counts the partitions beyond maxRows, left out of the page.
+	More int
 }
+
+// groupView is a group whose offsets are cut at maxRows.
+type groupView struct {
+	broker.GroupStatus
+	Lag  int64
+	More int
+}
+
+// maxRows bounds the partition rows of one topic or group on the page, so
+// that a topic with thousands of partitions does not make a page of
+// megabytes every two seconds (/status.json has them all).
+const maxRows = 200
 
 // fileBar is a commit-log file drawn as a bar: the flushed part, the
 // committed part past it, the written part past that (percent of the
@@ -102,10 +117,18 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 			v.BytesIn += ps.BytesIn
 			v.BytesOut += ps.BytesOut
 		}
+		if n := len(v.Partitions); n > maxRows {
+			v.Partitions, v.More = v.Partitions[:maxRows], n-maxRows
+		}
 		p.Topics = append(p.Topics, v)
 	}
-	for i := range st.Groups {
-		p.TotalLag += st.Groups[i].Lag()
+	for _, g := range st.Groups {
+		v := groupView{GroupStatus: g, Lag: g.Lag()}
+		p.TotalLag += v.Lag
+		if n := len(v.Offsets); n > maxRows {
+			v.Offsets, v.More = v.Offsets[:maxRows], n-maxRows
+		}
+		p.Groups = append(p.Groups, v)
 	}
 	p.Charts = s.charts()
 	last := len(st.CommitLog.Files) - 1
