@@ -119,8 +119,9 @@ type CommitLogStatus struct {
 	Wrote, Flushed int64
 	// DeletedFiles counts files deleted by retention since the start.
 	DeletedFiles int64
-	// FlushLatency and FlushBatch describe the flushes since the start.
-	Flushes partition.FlushStats
+	// Flushes are the flush latency and group-commit batch histograms
+	// since the start.
+	Flushes partition.FlushStats `json:"-"`
 }
 
 // CommitLogFile is one commit-log file: positions are relative to its
