@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -275,5 +276,63 @@ func TestProbes(t *testing.T) {
 	}
 	if code, _ := get(t, s, "/status.json"); code != http.StatusServiceUnavailable {
 		t.Errorf("/status.json after shutdown: %d, want 503", code)
+	}
+}
+
+// TestMetricsTransactionsAndSyncFlush checks the transaction and flush
+// series on a sync-mode broker: an open transaction is in flight until it
+// commits, and every acknowledged produce was completed by a group commit.
+func TestMetricsTransactionsAndSyncFlush(t *testing.T) {
+	t.Parallel()
+	b, s := startBroker(t, func(c *broker.Config) { c.FlushMode = "sync" })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if _, err := kadm.NewClient(adm).CreateTopic(ctx, 1, 1, nil, "payments"); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("payments"),
+		kgo.TransactionalID("payments-tx"), kgo.TransactionTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	fams := scrape(t, s)
+	if got, _ := value(fams, "kbroker_transactions_in_flight"); got != 1 {
+		t.Errorf("transactions in flight: got %v, want 1", got)
+	}
+	if got, _ := value(fams, "kbroker_partition_last_stable_offset", "topic", "payments", "partition", "0"); got != 0 {
+		t.Errorf("last stable offset behind the open transaction: got %v, want 0", got)
+	}
+	if n, _ := value(fams, "kbroker_flush_duration_seconds"); n < 1 {
+		t.Errorf("flushes in sync mode: %v, want at least 1", n)
+	}
+	var served float64
+	for _, m := range fams["kbroker_group_commit_batch_size"].GetMetric() {
+		served += m.Histogram.GetSampleSum()
+	}
+	if served < 1 {
+		t.Errorf("requests completed by group commits: %v, want at least 1", served)
+	}
+	_, body := get(t, s, "/")
+	if !strings.Contains(body, `data-txn="payments-tx"`) {
+		t.Errorf("the page does not list the open transaction")
+	}
+
+	// (After EndTxn the markers are written in the background, so the
+	// moment the count drops is not observable without polling.)
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
 	}
 }
