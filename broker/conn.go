@@ -366,6 +366,9 @@ func (c *conn) writeLoop() {
 			deadline = min(deadline, drainTimeout)
 		}
 		writing := time.Now()
+		if !o.t.started.IsZero() {
+			c.b.metrics.observeWriting(o.t, o.res.resp, writing)
+		}
 		c.nc.SetWriteDeadline(writing.Add(deadline))
 		var err error
 		if o.res.fetch != nil {
@@ -375,7 +378,7 @@ func (c *conn) writeLoop() {
 			_, err = c.nc.Write(buf)
 		}
 		if err == nil && !o.t.started.IsZero() {
-			c.b.metrics.observeSent(o.t, o.res.resp, writing, time.Now())
+			c.b.metrics.observeSent(o.t, writing, time.Now())
 		}
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {

@@ -106,17 +106,24 @@ type timing struct {
 	handled time.Time
 }
 
-// observeSent records a response's queue and send times and its error
-// codes, after the writer sent it.
-func (m *requestMetrics) observeSent(t timing, resp kmsg.Response, writing, sent time.Time) {
+// observeWriting records a response's queue time and error codes just
+// before the writer sends it, so that a client that has its answer also
+// finds it counted.
+func (m *requestMetrics) observeWriting(t timing, resp kmsg.Response, writing time.Time) {
 	a := m.apis[t.key]
 	if a == nil {
 		return
 	}
 	a.Queue.ObserveDuration(writing.Sub(t.handled))
-	a.Send.ObserveDuration(sent.Sub(writing))
 	if resp != nil {
 		responseErrors(resp, a.countError)
+	}
+}
+
+// observeSent records how long the write of a response took.
+func (m *requestMetrics) observeSent(t timing, writing, sent time.Time) {
+	if a := m.apis[t.key]; a != nil {
+		a.Send.ObserveDuration(sent.Sub(writing))
 	}
 }
 

@@ -66,7 +66,8 @@ func TestRequestMetricsAllocateNothing(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		m.request(0, 9)
 		m.apis[0].Handle.ObserveDuration(time.Millisecond)
-		m.observeSent(tm, resp, now.Add(2*time.Millisecond), now.Add(3*time.Millisecond))
+		m.observeWriting(tm, resp, now.Add(2*time.Millisecond))
+		m.observeSent(tm, now.Add(2*time.Millisecond), now.Add(3*time.Millisecond))
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per request, want 0", allocs)
