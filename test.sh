@@ -10,6 +10,8 @@
 #                           duration ends (golang/go#75804).
 #   KBROKER_STORE_KILLS=20  SIGKILLs in the store's crash loop (more by hand;
 #                           docs/TESTING.md lists every KBROKER_* setting)
+#   KBROKER_SKIP_JAVA=1     skips the Java client tests (integration/java),
+#                           which need mvn and a JDK 17+
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -37,6 +39,21 @@ fi
 
 echo "== go test -race"
 go test -race -count=1 -timeout 15m ./...
+
+if [ "${KBROKER_SKIP_JAVA:-}" = "1" ]; then
+	echo "== Java client tests skipped (KBROKER_SKIP_JAVA=1)"
+else
+	echo "== Java client tests (integration/java, Apache Kafka's kafka-clients)"
+	# The broker runs under the race detector, as in the Go integration
+	# tests; its log is checked for races after the run.
+	javabin="$(mktemp -d)"
+	trap 'rm -rf "$javabin"' EXIT
+	go build -race -o "$javabin/kbroker" ./cmd/kbroker
+	(cd integration/java && mvn -B -ntp -Dstyle.color=never test -Dkbroker.binary="$javabin/kbroker")
+	if grep -q 'DATA RACE' integration/java/target/kbroker.log; then
+		echo "data race in kbroker under the Java client tests:"; cat integration/java/target/kbroker.log; exit 1
+	fi
+fi
 
 if [ "$FUZZ_SCALE" != "0" ]; then
 	echo "== fuzz (execution budgets x$FUZZ_SCALE)"
