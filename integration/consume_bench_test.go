@@ -276,6 +276,7 @@ func selfCPU(tb testing.TB) time.Duration {
 // once per test process.
 func kbrokerBinaryTB(tb testing.TB) string {
 	tb.Helper()
+	skipIfExternal(tb, "starts the kbroker binary")
 	if testing.Short() && testenv.Flag(tb, "KBROKER_SKIP_BINARY") {
 		tb.Skip("needs the kbroker binary: skipped under -short with KBROKER_SKIP_BINARY=1")
 	}

@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 // KBROKER_SKIP_BINARY=1 it skips the test instead.
 func kbrokerBinary(t *testing.T) string {
 	t.Helper()
+	skipIfExternal(t, "starts the kbroker binary")
 	if testing.Short() && testenv.Flag(t, "KBROKER_SKIP_BINARY") {
 		t.Skip("needs the kbroker binary: skipped under -short with KBROKER_SKIP_BINARY=1")
 	}
@@ -167,10 +168,21 @@ func (o brokerOpts) edit(c *broker.Config) {
 }
 
 // eachBroker runs f as two parallel subtests: against the kbroker binary
-// and against the in-process broker, both started with o.
+// and against the in-process broker, both started with o. With
+// KBROKER_TEST_BOOTSTRAP set it runs f once against that broker instead,
+// or skips if o needs settings it does not have.
 func eachBroker(t *testing.T, o brokerOpts, f func(t *testing.T, b testBroker)) {
 	t.Helper()
 	o.check(t)
+	if addr := externalBootstrap(); addr != "" {
+		t.Run("external", func(t *testing.T) {
+			if why := o.externalMismatch(); why != "" {
+				t.Skip(why)
+			}
+			f(t, externalBroker(addr))
+		})
+		return
+	}
 	t.Run("binary", func(t *testing.T) {
 		t.Parallel()
 		f(t, startBinary(t, o.args(t)...))
@@ -352,6 +364,7 @@ type inProcessBroker struct {
 // closed at cleanup.
 func startInProcess(t *testing.T, edit func(*broker.Config)) *inProcessBroker {
 	t.Helper()
+	skipIfExternal(t, "starts kbroker in-process")
 	b := &inProcessBroker{dir: t.TempDir(), edit: edit}
 	t.Cleanup(func() { b.close(t) })
 	b.start(t)

@@ -18,9 +18,10 @@
 #   KAFKA_REF_HEAP=512m                    -Xmx (and -Xms)
 #   KAFKA_REF_PROPS="k=v ..."              more broker settings
 #
-# The broker listens on two free loopback ports (clients, controller); the
-# group and transaction settings are those of integration/java's
-# TestBroker.BROKER_SETTINGS, so the tests see the same timeouts on both.
+# The broker listens on two free loopback ports (clients, controller). Its
+# group and transaction settings are the short timeouts the tests use
+# (integration/external_test.go's externalProps, integration/java's
+# TestBroker.BROKER_SETTINGS), so tests see the same timeouts on both.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="${KAFKA_REF_DIR:-/tmp/kbroker-kafka-ref}"
@@ -78,11 +79,13 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
-group.consumer.min.heartbeat.interval.ms=500
-group.consumer.heartbeat.interval.ms=500
+group.min.session.timeout.ms=1000
+group.consumer.min.heartbeat.interval.ms=100
+group.consumer.heartbeat.interval.ms=250
 group.consumer.min.session.timeout.ms=6000
 group.consumer.session.timeout.ms=6000
-transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
+transaction.abort.timed.out.transaction.cleanup.interval.ms=500
+transaction.max.timeout.ms=60000
 PROPS
 	for kv in ${KAFKA_REF_PROPS:-}; do echo "$kv" >>"$dir/server.properties"; done
 	local java_opts=(-Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -Djava.awt.headless=true

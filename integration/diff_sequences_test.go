@@ -1,0 +1,311 @@
+package integration
+
+import (
+	"regexp"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// diffSequence is a named list of steps run in order on both brokers.
+type diffSequence struct {
+	name  string
+	steps []diffStep
+}
+
+// Small request builders for the sequences.
+
+func createTopicsReq(name string, partitions int32, configs map[string]string, validateOnly bool) func(*diffSide, int16) kmsg.Request {
+	return func(_ *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrCreateTopicsRequest()
+		r.TimeoutMillis = 10000
+		r.ValidateOnly = validateOnly
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = name, partitions, 1
+		for k, val := range configs {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(val)
+			t.Configs = append(t.Configs, c)
+		}
+		r.Topics = append(r.Topics, t)
+		return r
+	}
+}
+
+func metadataReq(allowAuto bool, topics ...string) func(*diffSide, int16) kmsg.Request {
+	return func(_ *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrMetadataRequest()
+		r.AllowAutoTopicCreation = allowAuto
+		for _, name := range topics {
+			t := kmsg.NewMetadataRequestTopic()
+			t.Topic = kmsg.StringPtr(name)
+			r.Topics = append(r.Topics, t)
+		}
+		return r
+	}
+}
+
+func produceReq(topic string, partition int32, acks int16, batch func(*diffSide) []byte) func(*diffSide, int16) kmsg.Request {
+	return func(s *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrProduceRequest()
+		r.Acks, r.TimeoutMillis = acks, 10000
+		t := kmsg.NewProduceRequestTopic()
+		t.Topic = topic
+		p := kmsg.NewProduceRequestTopicPartition()
+		p.Partition, p.Records = partition, batch(s)
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	}
+}
+
+func plainBatch(values ...string) func(*diffSide) []byte {
+	return func(*diffSide) []byte { return diffBatch(-1, -1, -1, false, values...) }
+}
+
+func idemBatch(seq int32, values ...string) func(*diffSide) []byte {
+	return func(s *diffSide) []byte { return diffBatch(s.producerID, s.epoch, seq, false, values...) }
+}
+
+func listOffsetsReq(topic string, partition int32, ts int64) func(*diffSide, int16) kmsg.Request {
+	return func(_ *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrListOffsetsRequest()
+		r.ReplicaID = -1
+		t := kmsg.NewListOffsetsRequestTopic()
+		t.Topic = topic
+		p := kmsg.NewListOffsetsRequestTopicPartition()
+		p.Partition, p.Timestamp, p.CurrentLeaderEpoch = partition, ts, -1
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	}
+}
+
+func fetchReq(topic string, partition int32, offset int64) func(*diffSide, int16) kmsg.Request {
+	return func(_ *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrFetchRequest()
+		r.ReplicaID = -1
+		r.MaxWaitMillis, r.MinBytes, r.MaxBytes = 0, 1, 1<<20
+		r.SessionEpoch = -1 // no fetch session: full responses on both
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic = topic
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.Partition, p.FetchOffset, p.PartitionMaxBytes, p.CurrentLeaderEpoch, p.LogStartOffset = partition, offset, 1<<20, -1, -1
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	}
+}
+
+func deleteRecordsReq(topic string, partition int32, offset int64) func(*diffSide, int16) kmsg.Request {
+	return func(_ *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrDeleteRecordsRequest()
+		r.TimeoutMillis = 10000
+		t := kmsg.NewDeleteRecordsRequestTopic()
+		t.Topic = topic
+		p := kmsg.NewDeleteRecordsRequestTopicPartition()
+		p.Partition, p.Offset = partition, offset
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	}
+}
+
+func createPartitionsReq(topic string, count int32) func(*diffSide, int16) kmsg.Request {
+	return func(_ *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrCreatePartitionsRequest()
+		r.TimeoutMillis = 10000
+		t := kmsg.NewCreatePartitionsRequestTopic()
+		t.Topic, t.Count = topic, count
+		r.Topics = append(r.Topics, t)
+		return r
+	}
+}
+
+func deleteTopicsReq(names ...string) func(*diffSide, int16) kmsg.Request {
+	return func(_ *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrDeleteTopicsRequest()
+		r.TimeoutMillis = 10000
+		r.TopicNames = names
+		for _, n := range names {
+			t := kmsg.NewDeleteTopicsRequestTopic()
+			t.Topic = kmsg.StringPtr(n)
+			r.Topics = append(r.Topics, t)
+		}
+		return r
+	}
+}
+
+func incrementalAlterReq(topic, key, value string) func(*diffSide, int16) kmsg.Request {
+	return func(_ *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op, c.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
+		res.Configs = append(res.Configs, c)
+		r.Resources = append(r.Resources, res)
+		return r
+	}
+}
+
+func initProducerIDReq(txnID *string) func(*diffSide, int16) kmsg.Request {
+	return func(_ *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrInitProducerIDRequest()
+		r.TransactionalID, r.TransactionTimeoutMillis = txnID, 10000
+		r.ProducerID, r.ProducerEpoch = -1, -1
+		return r
+	}
+}
+
+// rememberProducer records InitProducerId's id and epoch on the side.
+func rememberProducer(s *diffSide, resp kmsg.Response) {
+	r := resp.(*kmsg.InitProducerIDResponse)
+	s.producerID, s.epoch = r.ProducerID, r.ProducerEpoch
+}
+
+// diffSequences are the scripted sequences; run makes names unique.
+func diffSequences(run string) []diffSequence {
+	topic := "t-" + run
+	small := "small-" + run
+	gone := "gone-" + run
+	idem := "idem-" + run
+	group := "g-" + run
+	txnID := "tx-" + run
+	missing := "missing-" + run
+	oneVersion := func(lo, hi int16) []int16 { return []int16{hi} }
+	return []diffSequence{
+		{name: "topics", steps: []diffStep{
+			{name: "create 3 partitions", req: createTopicsReq(topic, 3, nil, false), versions: oneVersion,
+				// The newest CreateTopics returns the topic's configs, whose
+				// sources and synonyms Kafka fills from its own config files.
+				ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
+			awaitTopic(topic, 3),
+			{name: "create existing", req: createTopicsReq(topic, 3, nil, false)},
+			{name: "create invalid name", req: createTopicsReq("bad/name", 1, nil, false)},
+			{name: "create zero partitions", req: createTopicsReq("zero-"+run, 0, nil, false)},
+			{name: "create invalid config value", req: createTopicsReq("badcfg-"+run, 1, map[string]string{"retention.ms": "soon"}, false)},
+			{name: "create unknown config", req: createTopicsReq("unkcfg-"+run, 1, map[string]string{"no.such.config": "1"}, false)},
+			{name: "create validate only", req: createTopicsReq("validate-"+run, 2, nil, true),
+				ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
+			{name: "metadata known", req: metadataReq(false, topic)},
+			// Only v4+, which can say "do not auto-create".
+			{name: "metadata unknown, no auto-create", req: metadataReq(false, missing), versions: oneVersion},
+			{name: "create partitions 3→5", req: createPartitionsReq(topic, 5), versions: oneVersion},
+			awaitTopic(topic, 5),
+			{name: "create partitions 5→2", req: createPartitionsReq(topic, 2)},
+			{name: "create partitions unknown topic", req: createPartitionsReq(missing, 2)},
+			{name: "alter config invalid value", req: incrementalAlterReq(topic, "retention.ms", "soon")},
+			{name: "alter config unknown topic", req: incrementalAlterReq(missing, "retention.ms", "1000")},
+			{name: "delete unknown topic", req: deleteTopicsReq(missing)},
+		}},
+		{name: "produce-fetch", steps: []diffStep{
+			{name: "create", req: createTopicsReq(small, 1, map[string]string{"max.message.bytes": "2000"}, false), versions: oneVersion,
+				ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
+			awaitTopic(small, 1),
+			{name: "produce 3 records", req: produceReq(small, 0, -1, plainBatch("a", "b", "c"))},
+			{name: "produce unknown partition", req: produceReq(small, 7, -1, plainBatch("x"))},
+			{name: "produce oversized batch", req: produceReq(small, 0, -1, plainBatch(string(make([]byte, 4000))))},
+			{name: "list offsets latest", req: listOffsetsReq(small, 0, -1)},
+			{name: "list offsets earliest", req: listOffsetsReq(small, 0, -2)},
+			{name: "list offsets unknown partition", req: listOffsetsReq(small, 9, -1)},
+			{name: "fetch from 0", req: fetchReq(small, 0, 0)},
+			{name: "fetch out of range", req: fetchReq(small, 0, 100)},
+			{name: "fetch unknown partition", req: fetchReq(small, 4, 0)},
+			{name: "delete records below HW", req: deleteRecordsReq(small, 0, 2), versions: oneVersion},
+			{name: "delete records above HW", req: deleteRecordsReq(small, 0, 50)},
+			{name: "fetch below log start", req: fetchReq(small, 0, 0)},
+			{name: "list offsets earliest after delete", req: listOffsetsReq(small, 0, -2)},
+			{name: "create to delete", req: createTopicsReq(gone, 1, nil, false), versions: oneVersion,
+				ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
+			awaitTopic(gone, 1),
+			{name: "delete topic", req: deleteTopicsReq(gone), versions: oneVersion},
+			awaitTopic(gone, 0),
+			{name: "produce to deleted topic", req: produceReq(gone, 0, -1, plainBatch("x"))},
+		}},
+		{name: "idempotence", steps: []diffStep{
+			{name: "create", req: createTopicsReq(idem, 1, nil, false), versions: oneVersion,
+				ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
+			awaitTopic(idem, 1),
+			{name: "init producer id", req: initProducerIDReq(nil), after: rememberProducer, versions: oneVersion},
+			{name: "produce seq 0", req: produceReq(idem, 0, -1, idemBatch(0, "a", "b")), versions: oneVersion},
+			{name: "produce seq 2", req: produceReq(idem, 0, -1, idemBatch(2, "c")), versions: oneVersion},
+			{name: "duplicate seq 2", req: produceReq(idem, 0, -1, idemBatch(2, "c")), versions: oneVersion},
+			{name: "out of order seq 9", req: produceReq(idem, 0, -1, idemBatch(9, "z")), versions: oneVersion},
+			{name: "old epoch", req: produceReq(idem, 0, -1, func(s *diffSide) []byte {
+				return diffBatch(s.producerID, s.epoch-1, 3, false, "old")
+			}), versions: oneVersion},
+			{name: "list offsets latest", req: listOffsetsReq(idem, 0, -1)},
+		}},
+		{name: "groups", steps: []diffStep{
+			{name: "heartbeat unknown group", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrHeartbeatRequest()
+				r.Group, r.Generation, r.MemberID = group, 1, "nobody"
+				return r
+			}},
+			{name: "join without member id", req: joinReq(group, ""), versions: oneVersion,
+				after: func(s *diffSide, resp kmsg.Response) { s.memberID = resp.(*kmsg.JoinGroupResponse).MemberID }},
+			{name: "join with member id", req: func(s *diffSide, v int16) kmsg.Request { return joinReq(group, s.memberID)(s, v) },
+				versions: oneVersion, ignore: regexp.MustCompile(`(LeaderID|Members\.0\.MemberID)$`),
+				after: func(s *diffSide, resp kmsg.Response) { s.generation = resp.(*kmsg.JoinGroupResponse).Generation }},
+			{name: "sync wrong generation", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrSyncGroupRequest()
+				r.Group, r.Generation, r.MemberID = group, s.generation+5, s.memberID
+				r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+				return r
+			}, versions: oneVersion},
+			{name: "heartbeat unknown member", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrHeartbeatRequest()
+				r.Group, r.Generation, r.MemberID = group, s.generation, "nobody"
+				return r
+			}, versions: oneVersion},
+			{name: "offset commit wrong generation", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrOffsetCommitRequest()
+				r.Group, r.Generation, r.MemberID = group, s.generation+5, s.memberID
+				t := kmsg.NewOffsetCommitRequestTopic()
+				t.Topic, t.TopicID = idem, s.topicIDs[idem] // v10+ names topics by id
+				p := kmsg.NewOffsetCommitRequestTopicPartition()
+				p.Partition, p.Offset, p.LeaderEpoch = 0, 1, -1
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+				return r
+			}, versions: oneVersion},
+		}},
+		{name: "transactions", steps: []diffStep{
+			{name: "end txn unknown transactional id", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrEndTxnRequest()
+				r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = "none-"+run, 12345, 0, true
+				return r
+			}},
+			{name: "init transactional producer", req: initProducerIDReq(&txnID), after: rememberProducer, versions: oneVersion},
+			{name: "end txn with nothing open", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrEndTxnRequest()
+				r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = txnID, s.producerID, s.epoch, true
+				return r
+			}, versions: oneVersion},
+			{name: "add partitions with a fenced epoch", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrAddPartitionsToTxnRequest()
+				r.TransactionalID, r.ProducerID, r.ProducerEpoch = txnID, s.producerID, s.epoch+3
+				t := kmsg.NewAddPartitionsToTxnRequestTopic()
+				t.Topic, t.Partitions = idem, []int32{0}
+				r.Topics = append(r.Topics, t)
+				return r
+			}, versions: oneVersion},
+		}},
+	}
+}
+
+func joinReq(group, member string) func(*diffSide, int16) kmsg.Request {
+	return func(_ *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrJoinGroupRequest()
+		r.Group, r.MemberID = group, member
+		r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = 6000, 6000
+		r.ProtocolType = "consumer"
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name = "range"
+		meta := kmsg.NewConsumerMemberMetadata()
+		meta.Topics = []string{"x"}
+		p.Metadata = meta.AppendTo(nil)
+		r.Protocols = append(r.Protocols, p)
+		return r
+	}
+}

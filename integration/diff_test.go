@@ -1,0 +1,415 @@
+package integration
+
+// Differential tests against Apache Kafka (issue 14, item 3): the same
+// scripted request sequences go to a kbroker binary and to a Kafka broker,
+// and the responses are compared field by field after normalising what may
+// legitimately differ (throttle times, error messages, topic and cluster
+// ids, hosts and ports, producer ids, member ids, record bytes).
+//
+// KBROKER_DIFF_KAFKA=host:port names the Kafka broker (test.sh starts one
+// with scripts/kafka-ref.sh); without it TestDiffKafka skips. Each step runs
+// at the oldest and the newest version both brokers serve.
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// diffKafkaEnv names the Kafka broker the differential tests compare with.
+const diffKafkaEnv = "KBROKER_DIFF_KAFKA"
+
+// diffIgnore are the response fields (flattened JSON paths, matched at
+// their end) that legitimately differ between two brokers.
+var diffIgnore = regexp.MustCompile(`(^|\.)(ThrottleMillis|ErrorMessage|TopicID(\.\d+)?|ClusterID|Host|Port|Rack|` +
+	`ProducerID|MemberID|LeaderID|UnknownTags|RecordBatches|SessionID|ClusterAuthorizedOperations|` +
+	`TopicAuthorizedOperations|AuthorizedOperations|ControllerID|LogAppendTime)$`)
+
+// diffConn is one connection that sends a request at an exact version and
+// decodes the response: kgo would pick versions itself.
+type diffConn struct {
+	c    net.Conn
+	r    *bufio.Reader
+	fmt  *kmsg.RequestFormatter
+	corr int32
+}
+
+func dialDiff(t *testing.T, addr string) *diffConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &diffConn{c: c, r: bufio.NewReader(c), fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("kbroker-diff"))}
+}
+
+// do sends req at version v and returns the decoded response.
+func (d *diffConn) do(req kmsg.Request, v int16) (kmsg.Response, error) {
+	req.SetVersion(v)
+	d.corr++
+	if err := d.c.SetDeadline(time.Now().Add(20 * time.Second)); err != nil {
+		return nil, err
+	}
+	if _, err := d.c.Write(d.fmt.AppendRequest(nil, req, d.corr)); err != nil {
+		return nil, fmt.Errorf("write %s v%d: %w", kmsg.NameForKey(req.Key()), v, err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(d.r, size[:]); err != nil {
+		return nil, fmt.Errorf("read %s v%d: %w", kmsg.NameForKey(req.Key()), v, err)
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > 64<<20 {
+		return nil, fmt.Errorf("%s v%d: response size %d", kmsg.NameForKey(req.Key()), v, n)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(d.r, buf); err != nil {
+		return nil, err
+	}
+	if corr := int32(binary.BigEndian.Uint32(buf)); corr != d.corr {
+		return nil, fmt.Errorf("correlation id %d, want %d", corr, d.corr)
+	}
+	buf = buf[4:]
+	resp := req.ResponseKind()
+	resp.SetVersion(v)
+	// A flexible response header ends in tagged fields, except ApiVersions'.
+	if resp.IsFlexible() && req.Key() != int16(kmsg.ApiVersions) {
+		var err error
+		if buf, err = skipTags(buf); err != nil {
+			return nil, err
+		}
+	}
+	if err := resp.ReadFrom(buf); err != nil {
+		return nil, fmt.Errorf("decode %s v%d: %w", kmsg.NameForKey(req.Key()), v, err)
+	}
+	return resp, nil
+}
+
+// skipTags skips a tagged-field section.
+func skipTags(b []byte) ([]byte, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return nil, fmt.Errorf("bad tag count")
+	}
+	b = b[n:]
+	for range count {
+		_, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, fmt.Errorf("bad tag")
+		}
+		b = b[n:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < size {
+			return nil, fmt.Errorf("bad tag size")
+		}
+		b = b[n+int(size):]
+	}
+	return b, nil
+}
+
+// diffSide is one broker under comparison and what a sequence learned from
+// it (ids that differ between the brokers by design).
+type diffSide struct {
+	name     string
+	conn     *diffConn
+	versions map[int16][2]int16 // key → min, max
+
+	producerID int64
+	epoch      int16
+	memberID   string
+	generation int32
+	topicIDs   map[string][16]byte // from CreateTopics responses
+}
+
+// flatten turns a response into path → value, for field-by-field
+// comparison, leaving out diffIgnore's fields and those of ignore.
+func flatten(t *testing.T, resp kmsg.Response, ignore *regexp.Regexp) map[string]string {
+	t.Helper()
+	raw, err := json.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(strings.TrimPrefix(path+"."+k, "."), e)
+			}
+		case []any:
+			for i, e := range x {
+				walk(fmt.Sprintf("%s.%d", path, i), e)
+			}
+			if len(x) == 0 {
+				out[path] = "[]"
+			}
+		default:
+			if diffIgnore.MatchString(path) || (ignore != nil && ignore.MatchString(path)) {
+				return
+			}
+			out[path] = fmt.Sprint(x)
+		}
+	}
+	walk("", v)
+	return out
+}
+
+// diffStep is one request of a sequence, sent to both brokers.
+type diffStep struct {
+	name string
+	// req builds the request for a side at version v.
+	req func(s *diffSide, v int16) kmsg.Request
+	// versions overrides "oldest and newest common version".
+	versions func(lo, hi int16) []int16
+	// after records what the response taught (ids) on the side.
+	after func(s *diffSide, resp kmsg.Response)
+	// ignore are more fields that may differ in this step, with the reason.
+	ignore *regexp.Regexp
+	// known is a difference the README lists: the step checks that it is
+	// still there, so that a fix shows up.
+	known string
+	// until, if set, repeats the request on each side (for at most 15 s)
+	// until it holds: Kafka applies topic creation and deletion to its
+	// metadata asynchronously, kbroker at once.
+	until func(resp kmsg.Response) bool
+}
+
+// awaitTopic is a step that waits until topic has n partitions with a
+// leader (n 0: until it is unknown) on each side, then compares.
+func awaitTopic(topic string, n int) diffStep {
+	return diffStep{
+		name: fmt.Sprintf("await %s with %d partitions", topic, n),
+		req:  metadataReq(false, topic),
+		versions: func(lo, hi int16) []int16 {
+			return []int16{hi}
+		},
+		until: func(resp kmsg.Response) bool {
+			r := resp.(*kmsg.MetadataResponse)
+			if len(r.Topics) != 1 {
+				return false
+			}
+			t := r.Topics[0]
+			if n == 0 {
+				return t.ErrorCode == kerr.UnknownTopicOrPartition.Code
+			}
+			if t.ErrorCode != 0 || len(t.Partitions) != n {
+				return false
+			}
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 || p.Leader < 0 {
+					return false
+				}
+			}
+			return true
+		},
+	}
+}
+
+// TestDiffKafka runs diffSequences against a kbroker binary and the Kafka
+// broker in KBROKER_DIFF_KAFKA and fails on every unexplained difference.
+func TestDiffKafka(t *testing.T) {
+	kafka := strings.TrimSpace(os.Getenv(diffKafkaEnv))
+	if kafka == "" {
+		t.Skipf("%s=host:port of an Apache Kafka broker (scripts/kafka-ref.sh start) runs the differential tests", diffKafkaEnv)
+	}
+	kb := startBinary(t, "--config", diffConfig(t))
+	sides := []*diffSide{
+		{name: "kbroker", conn: dialDiff(t, kb.Addr()), topicIDs: map[string][16]byte{}},
+		{name: "kafka", conn: dialDiff(t, kafka), topicIDs: map[string][16]byte{}},
+	}
+	for _, s := range sides {
+		resp, err := s.conn.do(kmsg.NewPtrApiVersionsRequest(), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		s.versions = map[int16][2]int16{}
+		for _, k := range resp.(*kmsg.ApiVersionsResponse).ApiKeys {
+			s.versions[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+		}
+	}
+	run := fmt.Sprintf("d%d", time.Now().UnixNano()%1e9) // fresh names on a reused Kafka
+	for _, seq := range diffSequences(run) {
+		t.Run(seq.name, func(t *testing.T) {
+			for _, st := range seq.steps {
+				runDiffStep(t, sides, st)
+			}
+		})
+	}
+}
+
+// runDiffStep sends st to every side at each version and compares.
+func runDiffStep(t *testing.T, sides []*diffSide, st diffStep) {
+	t.Helper()
+	key := st.req(sides[0], 0).Key()
+	lo, hi := int16(-1), int16(-1)
+	for i, s := range sides {
+		r, ok := s.versions[key]
+		if !ok {
+			t.Errorf("%s: %s does not serve %s", st.name, s.name, kmsg.NameForKey(key))
+			return
+		}
+		if i == 0 || r[0] > lo {
+			lo = r[0]
+		}
+		if i == 0 || r[1] < hi {
+			hi = r[1]
+		}
+	}
+	// kmsg may know fewer versions than a newer broker.
+	if max := kmsg.RequestForKey(key).MaxVersion(); hi > max {
+		hi = max
+	}
+	versions := []int16{lo, hi}
+	if lo == hi {
+		versions = versions[:1]
+	}
+	if st.versions != nil {
+		versions = st.versions(lo, hi)
+	}
+	for _, v := range versions {
+		got := make([]map[string]string, len(sides))
+		for i, s := range sides {
+			resp := doDiff(t, s, st, v)
+			if st.after != nil {
+				st.after(s, resp)
+			}
+			if r, ok := resp.(*kmsg.CreateTopicsResponse); ok {
+				for _, rt := range r.Topics {
+					if rt.ErrorCode == 0 {
+						s.topicIDs[rt.Topic] = rt.TopicID
+					}
+				}
+			}
+			got[i] = flatten(t, resp, st.ignore)
+		}
+		diffs := compareFlat(got[0], got[1])
+		switch {
+		case st.known != "" && len(diffs) == 0:
+			t.Errorf("%s v%d: known difference (%s) is gone: update the step and README", st.name, v, st.known)
+		case st.known != "":
+			t.Logf("%s v%d: known difference (%s): %s", st.name, v, st.known, strings.Join(diffs, "; "))
+		case len(diffs) > 0:
+			t.Errorf("%s v%d (%s): kbroker and kafka differ:\n  %s", st.name, v, kmsg.NameForKey(key), strings.Join(diffs, "\n  "))
+		}
+	}
+}
+
+// doDiff sends st's request at v to s, repeated while st.until does not
+// hold (at most 15 s).
+func doDiff(t *testing.T, s *diffSide, st diffStep, v int16) kmsg.Response {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := s.conn.do(st.req(s, v), v)
+		if err != nil {
+			t.Fatalf("%s v%d on %s: %v", st.name, v, s.name, err)
+		}
+		if st.until == nil || st.until(resp) {
+			return resp
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s v%d on %s: not within 15 s", st.name, v, s.name)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the other broker's metadata, not synchronising ours
+	}
+}
+
+// compareFlat lists the paths where a (kbroker) and b (kafka) differ. A
+// null array and an empty one count as equal: clients read both as empty.
+func compareFlat(a, b map[string]string) []string {
+	var out []string
+	for k, va := range a {
+		if vb, ok := b[k]; !ok {
+			out = append(out, fmt.Sprintf("%s: kbroker %s, kafka has none", k, va))
+		} else if va != vb && !(emptyish(va) && emptyish(vb)) {
+			out = append(out, fmt.Sprintf("%s: kbroker %s, kafka %s%s", k, va, vb, errName(k, va, vb)))
+		}
+	}
+	for k, vb := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, fmt.Sprintf("%s: kafka %s, kbroker has none", k, vb))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func emptyish(v string) bool { return v == "<nil>" || v == "[]" }
+
+// errName spells error codes out.
+func errName(path, a, b string) string {
+	if !strings.HasSuffix(path, "ErrorCode") {
+		return ""
+	}
+	var ca, cb int16
+	fmt.Sscan(a, &ca)
+	fmt.Sscan(b, &cb)
+	return fmt.Sprintf(" (%v vs %v)", kerr.ErrorForCode(ca), kerr.ErrorForCode(cb))
+}
+
+// diffConfig writes kbroker's settings for the comparison: Kafka's node id
+// (1, as scripts/kafka-ref.sh sets it) and the settings of externalProps.
+func diffConfig(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("node.id=1\n")
+	keys := make([]string, 0, len(externalProps))
+	for k := range externalProps {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, externalProps[k])
+	}
+	path := t.TempDir() + "/server.properties"
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// diffBatch is a magic-2 record batch of values: with a producer id, epoch
+// and first sequence if pid >= 0, transactional if txn. Timestamps are
+// fixed so both brokers store the same batch.
+func diffBatch(pid int64, epoch int16, seq int32, txn bool, values ...string) []byte {
+	var recs []byte
+	for i, v := range values {
+		r := kmsg.Record{OffsetDelta: int32(i), Key: nil, Value: []byte(v)}
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // Length itself is one varint byte here
+		recs = r.AppendTo(recs)
+	}
+	const ts = 1700000000000
+	rb := kmsg.RecordBatch{
+		Magic: 2, LastOffsetDelta: int32(len(values) - 1), FirstTimestamp: ts, MaxTimestamp: ts,
+		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: int32(len(values)),
+		Records: recs, PartitionLeaderEpoch: -1,
+	}
+	if pid < 0 {
+		rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = -1, -1, -1
+	}
+	if txn {
+		rb.Attributes = 0x10
+	}
+	b := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
