@@ -462,7 +462,7 @@ func newAdmin(t *testing.T, addr string) *kadm.Client {
 func topicName(t *testing.T) string {
 	t.Helper()
 	r := strings.NewReplacer("/", ".", " ", "_", "=", "_")
-	return strings.ToLower(r.Replace(t.Name()))
+	return strings.ToLower(r.Replace(t.Name())) + externalRunSuffix
 }
 
 // endOffsets lists the end offsets of topic, by partition.

@@ -84,6 +84,7 @@ func testSarama(t *testing.T, addr string, cfg *sarama.Config) {
 	if err != nil {
 		t.Fatalf("CreateTopic: %v", err)
 	}
+	awaitTopicReady(t, addr, topic)
 
 	producer, err := sarama.NewSyncProducer(addrs, cfg)
 	if err != nil {

@@ -116,7 +116,9 @@ func testTxnSarama(t *testing.T, b testBroker, version *sarama.KafkaVersion) {
 		t.Errorf("group %s has committed offsets %v after the transaction that added them aborted", group, got)
 	}
 	txn(txnRecords("c3", 5, 1, 0), true, map[int32]int64{0: 2, 1: 5})
-	checkCommitted(t, adm, group, topic, map[int32]int64{0: 2, 1: 5})
+	// Visible once the commit marker reaches __consumer_offsets, which
+	// Kafka writes after answering EndTxn.
+	awaitCommitted(t, adm, group, topic, map[int32]int64{0: 2, 1: 5})
 
 	check := func(when string) {
 		t.Helper()
