@@ -12,10 +12,20 @@
 #                           docs/TESTING.md lists every KBROKER_* setting)
 #   KBROKER_SKIP_JAVA=1     skips the Java client tests (integration/java),
 #                           which need mvn and a JDK 17+
+#   KBROKER_SKIP_KAFKA=1    skips the differential tests against Apache
+#                           Kafka (scripts/kafka-ref.sh: mvn, JDK 17+)
 set -euo pipefail
 cd "$(dirname "$0")"
 
 FUZZ_SCALE="${FUZZ_SCALE:-1}"
+
+# cleanup holds the commands that undo what the run started.
+cleanup=()
+run_cleanup() {
+	local c
+	for c in "${cleanup[@]}"; do eval "$c" || true; done
+}
+trap run_cleanup EXIT
 
 # fuzz_budget is a target's executions at FUZZ_SCALE=1, about 5-20 s here:
 # FuzzRecover and FuzzOpen create and recover files per input, FuzzParseRequest
@@ -47,12 +57,24 @@ else
 	# The broker runs under the race detector, as in the Go integration
 	# tests; its log is checked for races after the run.
 	javabin="$(mktemp -d)"
-	trap 'rm -rf "$javabin"' EXIT
+	cleanup+=("rm -rf $javabin")
 	go build -race -o "$javabin/kbroker" ./cmd/kbroker
 	(cd integration/java && mvn -B -ntp -Dstyle.color=never test -Dkbroker.binary="$javabin/kbroker")
 	if grep -q 'DATA RACE' integration/java/target/kbroker.log; then
 		echo "data race in kbroker under the Java client tests:"; cat integration/java/target/kbroker.log; exit 1
 	fi
+fi
+
+if [ "${KBROKER_SKIP_KAFKA:-}" = "1" ]; then
+	echo "== differential tests against Apache Kafka skipped (KBROKER_SKIP_KAFKA=1)"
+else
+	echo "== differential tests against Apache Kafka (scripts/kafka-ref.sh)"
+	KAFKA_REF_DIR="$(mktemp -d)"
+	export KAFKA_REF_DIR
+	cleanup+=("scripts/kafka-ref.sh stop; rm -rf $KAFKA_REF_DIR")
+	kafka="$(scripts/kafka-ref.sh start)"
+	KBROKER_DIFF_KAFKA="$kafka" go test -race -count=1 -timeout 5m -run 'TestDiffKafka' ./integration/
+	scripts/kafka-ref.sh stop
 fi
 
 if [ "$FUZZ_SCALE" != "0" ]; then

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -49,7 +51,7 @@ func produceReq(topic string, partition int32, acks int16, batch func(*diffSide)
 		r := kmsg.NewPtrProduceRequest()
 		r.Acks, r.TimeoutMillis = acks, 10000
 		t := kmsg.NewProduceRequestTopic()
-		t.Topic = topic
+		t.Topic, t.TopicID = topic, s.topicIDs[topic] // v13+ names topics by id
 		p := kmsg.NewProduceRequestTopicPartition()
 		p.Partition, p.Records = partition, batch(s)
 		t.Partitions = append(t.Partitions, p)
@@ -81,13 +83,13 @@ func listOffsetsReq(topic string, partition int32, ts int64) func(*diffSide, int
 }
 
 func fetchReq(topic string, partition int32, offset int64) func(*diffSide, int16) kmsg.Request {
-	return func(_ *diffSide, v int16) kmsg.Request {
+	return func(s *diffSide, v int16) kmsg.Request {
 		r := kmsg.NewPtrFetchRequest()
 		r.ReplicaID = -1
 		r.MaxWaitMillis, r.MinBytes, r.MaxBytes = 0, 1, 1<<20
 		r.SessionEpoch = -1 // no fetch session: full responses on both
 		t := kmsg.NewFetchRequestTopic()
-		t.Topic = topic
+		t.Topic, t.TopicID = topic, s.topicIDs[topic] // v13+ names topics by id
 		p := kmsg.NewFetchRequestTopicPartition()
 		p.Partition, p.FetchOffset, p.PartitionMaxBytes, p.CurrentLeaderEpoch, p.LogStartOffset = partition, offset, 1<<20, -1, -1
 		t.Partitions = append(t.Partitions, p)
@@ -190,6 +192,10 @@ func diffSequences(run string) []diffSequence {
 			{name: "metadata known", req: metadataReq(false, topic)},
 			// Only v4+, which can say "do not auto-create".
 			{name: "metadata unknown, no auto-create", req: metadataReq(false, missing), versions: oneVersion},
+			{name: "metadata v0 unknown topic", req: metadataReq(true, "auto-"+run),
+				versions: func(lo, hi int16) []int16 { return []int16{lo} },
+				known:    "kbroker creates the topic before answering; Kafka answers UNKNOWN_TOPIC_OR_PARTITION and creates it in the background"},
+			awaitTopic("auto-"+run, 1),
 			{name: "create partitions 3→5", req: createPartitionsReq(topic, 5), versions: oneVersion},
 			awaitTopic(topic, 5),
 			{name: "create partitions 5→2", req: createPartitionsReq(topic, 2)},
@@ -269,6 +275,72 @@ func diffSequences(run string) []diffSequence {
 				r.Topics = append(r.Topics, t)
 				return r
 			}, versions: oneVersion},
+		}},
+		{name: "group admin", steps: []diffStep{
+			{name: "find coordinator", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrFindCoordinatorRequest()
+				r.CoordinatorKey, r.CoordinatorKeys = group, []string{group}
+				return r
+			}, ignore: regexp.MustCompile(`NodeID$`)},
+			{name: "describe unknown group", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrDescribeGroupsRequest()
+				r.Groups = []string{"nogroup-" + run}
+				return r
+			}},
+			{name: "offset fetch unknown group", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrOffsetFetchRequest()
+				r.Group = "nogroup-" + run
+				t := kmsg.NewOffsetFetchRequestTopic()
+				t.Topic, t.Partitions = idem, []int32{0}
+				r.Topics = append(r.Topics, t)
+				g := kmsg.NewOffsetFetchRequestGroup()
+				g.Group = r.Group
+				gt := kmsg.NewOffsetFetchRequestGroupTopic()
+				gt.Topic, gt.Partitions = idem, []int32{0}
+				g.Topics = append(g.Topics, gt)
+				r.Groups = append(r.Groups, g)
+				return r
+			}, versions: func(lo, hi int16) []int16 { return []int16{lo, 9} }}, // v10 names topics by id
+			{name: "delete unknown group", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrDeleteGroupsRequest()
+				r.Groups = []string{"nogroup-" + run}
+				return r
+			}},
+			{name: "offset delete unknown group", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrOffsetDeleteRequest()
+				r.Group = "nogroup-" + run
+				t := kmsg.NewOffsetDeleteRequestTopic()
+				t.Topic = idem
+				p := kmsg.NewOffsetDeleteRequestTopicPartition()
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+				return r
+			}},
+		}},
+		{name: "configs", steps: []diffStep{
+			{name: "describe configs unknown topic", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrDescribeConfigsRequest()
+				res := kmsg.NewDescribeConfigsRequestResource()
+				res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, missing
+				res.ConfigNames = []string{"retention.ms"}
+				r.Resources = append(r.Resources, res)
+				return r
+			}},
+			{name: "describe one topic config", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrDescribeConfigsRequest()
+				res := kmsg.NewDescribeConfigsRequestResource()
+				res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, idem
+				res.ConfigNames = []string{"retention.ms", "cleanup.policy", "max.message.bytes"}
+				r.Resources = append(r.Resources, res)
+				return r
+			}, ignore: regexp.MustCompile(`(Synonyms\..*|Documentation)$`),
+				normalize: func(resp kmsg.Response) {
+					for _, res := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+						slices.SortFunc(res.Configs, func(a, b kmsg.DescribeConfigsResponseResourceConfig) int {
+							return strings.Compare(a.Name, b.Name)
+						})
+					}
+				}},
 		}},
 		{name: "transactions", steps: []diffStep{
 			{name: "end txn unknown transactional id", req: func(s *diffSide, v int16) kmsg.Request {

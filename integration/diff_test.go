@@ -186,6 +186,9 @@ type diffStep struct {
 	// known is a difference the README lists: the step checks that it is
 	// still there, so that a fix shows up.
 	known string
+	// normalize, if set, rewrites a response before comparison (to put
+	// lists whose order carries no meaning in one order).
+	normalize func(resp kmsg.Response)
 	// until, if set, repeats the request on each side (for at most 15 s)
 	// until it holds: Kafka applies topic creation and deletion to its
 	// metadata asynchronously, kbroker at once.
@@ -291,6 +294,9 @@ func runDiffStep(t *testing.T, sides []*diffSide, st diffStep) {
 			if st.after != nil {
 				st.after(s, resp)
 			}
+			if st.normalize != nil {
+				st.normalize(resp)
+			}
 			if r, ok := resp.(*kmsg.CreateTopicsResponse); ok {
 				for _, rt := range r.Topics {
 					if rt.ErrorCode == 0 {
@@ -301,6 +307,14 @@ func runDiffStep(t *testing.T, sides []*diffSide, st diffStep) {
 			got[i] = flatten(t, resp, st.ignore)
 		}
 		diffs := compareFlat(got[0], got[1])
+		var codes []string
+		for k, c := range got[0] {
+			if strings.HasSuffix(k, "ErrorCode") && c != "0" {
+				codes = append(codes, errName(k, c, c))
+			}
+		}
+		sort.Strings(codes)
+		t.Logf("%s v%d (%s): errors%s", st.name, v, kmsg.NameForKey(key), strings.Join(codes, ""))
 		switch {
 		case st.known != "" && len(diffs) == 0:
 			t.Errorf("%s v%d: known difference (%s) is gone: update the step and README", st.name, v, st.known)
@@ -412,4 +426,38 @@ func diffBatch(pid int64, epoch int16, seq int32, txn bool, values ...string) []
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return b
+}
+
+// TestDiffCompare: the comparison reports a changed error code and a
+// missing partition, and passes topic ids, throttle times and a null array
+// against an empty one.
+func TestDiffCompare(t *testing.T) {
+	mk := func(code int16, throttle int32, parts int, aborted bool) *kmsg.FetchResponse {
+		r := kmsg.NewPtrFetchResponse()
+		r.SetVersion(13)
+		r.ThrottleMillis = throttle
+		tp := kmsg.NewFetchResponseTopic()
+		tp.Topic, tp.TopicID = "t", [16]byte{byte(throttle)}
+		for i := range parts {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition, p.ErrorCode, p.HighWatermark = int32(i), code, 3
+			if aborted {
+				p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			}
+			tp.Partitions = append(tp.Partitions, p)
+		}
+		r.Topics = append(r.Topics, tp)
+		return r
+	}
+	same := compareFlat(flatten(t, mk(1, 5, 2, false), nil), flatten(t, mk(1, 9, 2, true), nil))
+	if len(same) != 0 {
+		t.Errorf("normalised responses differ: %v", same)
+	}
+	diffs := compareFlat(flatten(t, mk(1, 0, 2, false), nil), flatten(t, mk(3, 0, 1, false), nil))
+	joined := strings.Join(diffs, "\n")
+	for _, want := range []string{"Topics.0.Partitions.0.ErrorCode: kbroker 1, kafka 3 (OFFSET_OUT_OF_RANGE", "Topics.0.Partitions.1.HighWatermark: kbroker 3, kafka has none"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("diffs %q lack %q", joined, want)
+		}
+	}
 }

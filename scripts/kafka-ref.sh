@@ -43,7 +43,19 @@ classpath() {
 # freeport asks the kernel for a free loopback port. Another process could
 # take it before Kafka binds it; start then fails and says so.
 freeport() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+	if command -v python3 >/dev/null; then
+		python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+		return
+	fi
+	# Without python: a random high port nothing answers on.
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
 }
 
 running() {
