@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // bootstrapEnv names an external broker to run the integration tests
@@ -122,11 +124,12 @@ func skipIfTxnV2(t testing.TB) {
 	}
 }
 
-// awaitTopicReady waits until every partition of topic has a leader.
-// kbroker creates a topic before it answers CreateTopics; Kafka applies the
-// creation to its broker's metadata a moment later, and a client that
-// produces at once may see UNKNOWN_TOPIC_OR_PARTITION until its retries run
-// out.
+// awaitTopicReady waits until every partition of topic has a leader that
+// serves it (ListOffsets answers without error). kbroker creates a topic
+// before it answers CreateTopics; Kafka applies the creation to its
+// broker's metadata a moment later and makes the broker the partitions'
+// leader after that, so a client that produces at once may see
+// UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER.
 func awaitTopicReady(t *testing.T, addr, topic string) {
 	t.Helper()
 	adm := newAdmin(t, addr)
@@ -140,7 +143,11 @@ func awaitTopicReady(t *testing.T, addr, topic string) {
 				ready = ready && p.Err == nil && p.Leader >= 0
 			}
 			if ready {
-				return
+				var lo kadm.ListedOffsets
+				lo, err = adm.ListEndOffsets(testCtx(t), topic)
+				if err == nil && lo.Error() == nil && len(lo[topic]) == len(d.Partitions) {
+					return
+				}
 			}
 		}
 		if time.Now().After(deadline) {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -101,6 +102,10 @@ func testSarama(t *testing.T, addr string, cfg *sarama.Config) {
 		}
 	}
 	if err := producer.SendMessages(msgs); err != nil {
+		var perrs sarama.ProducerErrors
+		if errors.As(err, &perrs) && len(perrs) > 0 {
+			t.Fatalf("SendMessages: %v; the first: %v", err, perrs[0].Err)
+		}
 		t.Fatalf("SendMessages: %v", err)
 	}
 	// One more on its own, to partition 0 of the hash partitioner's

@@ -132,7 +132,9 @@ func testTxnConfluent(t *testing.T, addr string) {
 		t.Errorf("group %s has committed offsets %v after the transaction that sent them aborted", group, got)
 	}
 	txn(transformed("c5"), true, offsets, meta)
-	checkCommitted(t, adm, group, in, inEnds)
+	// Visible once the commit marker reaches __consumer_offsets, which
+	// Kafka writes after answering EndTxn.
+	awaitCommitted(t, adm, group, in, inEnds)
 
 	ends := txnAwaitStable(t, adm, topic)
 	want := txnByPartition(committed)
