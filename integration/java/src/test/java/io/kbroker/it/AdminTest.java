@@ -81,20 +81,14 @@ class AdminTest {
                 () -> Clients.createTopic(admin, "bad/name", 1, Map.of())));
 
             Clients.get(admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(5))).all());
-            assertEquals(5, Clients.get(admin.describeTopics(List.of(topic)).allTopicNames()).get(topic)
-                .partitions().size());
+            Clients.eventually("5 partitions described", () -> Clients.get(admin.describeTopics(List.of(topic))
+                .allTopicNames()).get(topic).partitions().size() == 5);
             assertInstanceOf(InvalidPartitionsException.class, assertThrows(Exception.class,
                 () -> Clients.get(admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(3))).all())));
 
             Clients.get(admin.deleteTopics(List.of(topic)).all());
-            Clients.await("deleted topic gone from listTopics", () -> { },
-                () -> {
-                    try {
-                        return !Clients.get(admin.listTopics().names()).contains(topic);
-                    } catch (Exception e) {
-                        throw new RuntimeException(e);
-                    }
-                });
+            Clients.eventually("deleted topic gone from listTopics",
+                () -> !Clients.get(admin.listTopics().names()).contains(topic));
             assertInstanceOf(UnknownTopicOrPartitionException.class, assertThrows(Exception.class,
                 () -> Clients.get(admin.deleteTopics(List.of(topic)).all())));
             assertInstanceOf(UnknownTopicOrPartitionException.class, assertThrows(Exception.class,
@@ -122,6 +116,8 @@ class AdminTest {
             Clients.get(admin.incrementalAlterConfigs(Map.of(res, List.of(
                 new AlterConfigOp(new ConfigEntry("retention.bytes", "1048576"), AlterConfigOp.OpType.SET),
                 new AlterConfigOp(new ConfigEntry("retention.ms", ""), AlterConfigOp.OpType.DELETE)))).all());
+            Clients.eventually("retention.bytes altered", () -> "1048576".equals(
+                Clients.get(admin.describeConfigs(List.of(res)).all()).get(res).get("retention.bytes").value()));
             c = Clients.get(admin.describeConfigs(List.of(res)).all()).get(res);
             assertEquals("1048576", c.get("retention.bytes").value());
             assertEquals(ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG, c.get("retention.bytes").source());

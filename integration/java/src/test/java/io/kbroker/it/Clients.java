@@ -122,6 +122,27 @@ final class Clients {
         }
     }
 
+    /** Callable that may throw, for eventually. */
+    interface Check {
+        boolean holds() throws Exception;
+    }
+
+    /**
+     * Eventually polls an admin-visible condition every 50 ms until it holds
+     * or WAIT passes. Kafka applies topic and config changes to its broker's
+     * metadata a moment after answering the request that made them; kbroker
+     * at once.
+     */
+    static void eventually(String what, Check cond) throws Exception {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!cond.holds()) {
+            if (System.nanoTime() > deadline) {
+                fail("not within " + WAIT + ": " + what);
+            }
+            Thread.sleep(50);
+        }
+    }
+
     /** Await polls cond (each round calling step, e.g. a consumer poll) until it holds or WAIT passes. */
     static void await(String what, Runnable step, BooleanSupplier cond) {
         long deadline = System.nanoTime() + WAIT.toNanos();
