@@ -232,7 +232,10 @@ func diffSequences(run string) []diffSequence {
 			{name: "create", req: createTopicsReq(idem, 1, nil, false), versions: oneVersion,
 				ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
 			awaitTopic(idem, 1),
-			{name: "init producer id", req: initProducerIDReq(nil), after: rememberProducer, versions: oneVersion},
+			// A fresh Kafka answers COORDINATOR_LOAD_IN_PROGRESS until its
+			// producer-id manager has a block of ids.
+			{name: "init producer id", req: initProducerIDReq(nil), after: rememberProducer, versions: oneVersion,
+				until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
 			{name: "produce seq 0", req: produceReq(idem, 0, -1, idemBatch(0, "a", "b")), versions: oneVersion},
 			{name: "produce seq 2", req: produceReq(idem, 0, -1, idemBatch(2, "c")), versions: oneVersion},
 			{name: "duplicate seq 2", req: produceReq(idem, 0, -1, idemBatch(2, "c")), versions: oneVersion},
@@ -243,6 +246,8 @@ func diffSequences(run string) []diffSequence {
 			{name: "list offsets latest", req: listOffsetsReq(idem, 0, -1)},
 		}},
 		{name: "groups", steps: []diffStep{
+			awaitCoordinator(group, 0),
+			awaitGroupLoaded(group),
 			{name: "heartbeat unknown group", req: func(s *diffSide, v int16) kmsg.Request {
 				r := kmsg.NewPtrHeartbeatRequest()
 				r.Group, r.Generation, r.MemberID = group, 1, "nobody"
@@ -277,6 +282,8 @@ func diffSequences(run string) []diffSequence {
 			}, versions: oneVersion},
 		}},
 		{name: "group admin", steps: []diffStep{
+			awaitCoordinator("nogroup-"+run, 0),
+			awaitGroupLoaded("nogroup-" + run),
 			{name: "find coordinator", req: func(s *diffSide, v int16) kmsg.Request {
 				r := kmsg.NewPtrFindCoordinatorRequest()
 				r.CoordinatorKey, r.CoordinatorKeys = group, []string{group}
@@ -343,6 +350,10 @@ func diffSequences(run string) []diffSequence {
 				}},
 		}},
 		{name: "transactions", steps: []diffStep{
+			awaitCoordinator(txnID, 1),
+			awaitTxnLoaded(txnID),
+			awaitCoordinator("none-"+run, 1),
+			awaitTxnLoaded("none-" + run),
 			{name: "end txn unknown transactional id", req: func(s *diffSide, v int16) kmsg.Request {
 				r := kmsg.NewPtrEndTxnRequest()
 				r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = "none-"+run, 12345, 0, true

@@ -195,6 +195,80 @@ type diffStep struct {
 	until func(resp kmsg.Response) bool
 }
 
+// awaitCoordinator is a step that waits until FindCoordinator for key
+// (keyType 0 a group, 1 a transactional id) answers without error on each
+// side: a fresh Kafka creates __consumer_offsets or __transaction_state
+// at the first FindCoordinator and answers COORDINATOR_NOT_AVAILABLE until
+// it has loaded it, as clients expect; kbroker creates it before answering.
+func awaitCoordinator(key string, keyType int8) diffStep {
+	return diffStep{
+		name: fmt.Sprintf("await the coordinator of %s", key),
+		req: func(_ *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrFindCoordinatorRequest()
+			r.CoordinatorKey, r.CoordinatorKeys, r.CoordinatorType = key, []string{key}, keyType
+			return r
+		},
+		versions: func(lo, hi int16) []int16 { return []int16{hi} },
+		ignore:   regexp.MustCompile(`NodeID$`),
+		until: func(resp kmsg.Response) bool {
+			r := resp.(*kmsg.FindCoordinatorResponse)
+			if r.ErrorCode != 0 {
+				return false
+			}
+			for _, c := range r.Coordinators {
+				if c.ErrorCode != 0 {
+					return false
+				}
+			}
+			return true
+		},
+	}
+}
+
+// coordinatorNotReady are the codes of a coordinator still loading.
+func coordinatorNotReady(code int16) bool {
+	return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.CoordinatorNotAvailable.Code ||
+		code == kerr.NotCoordinator.Code
+}
+
+// awaitGroupLoaded waits until the coordinator of group answers
+// DescribeGroups with something else than "not ready": Kafka's
+// FindCoordinator names the coordinator before it has loaded the group's
+// partition of __consumer_offsets.
+func awaitGroupLoaded(group string) diffStep {
+	return diffStep{
+		name: "await the loaded coordinator of " + group,
+		req: func(_ *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrDescribeGroupsRequest()
+			r.Groups = []string{group}
+			return r
+		},
+		versions: func(lo, hi int16) []int16 { return []int16{hi} },
+		until: func(resp kmsg.Response) bool {
+			r := resp.(*kmsg.DescribeGroupsResponse)
+			return len(r.Groups) == 1 && !coordinatorNotReady(r.Groups[0].ErrorCode)
+		},
+	}
+}
+
+// awaitTxnLoaded is awaitGroupLoaded for a transactional id's partition of
+// __transaction_state.
+func awaitTxnLoaded(id string) diffStep {
+	return diffStep{
+		name: "await the loaded coordinator of " + id,
+		req: func(_ *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrDescribeTransactionsRequest()
+			r.TransactionalIDs = []string{id}
+			return r
+		},
+		versions: func(lo, hi int16) []int16 { return []int16{hi} },
+		until: func(resp kmsg.Response) bool {
+			r := resp.(*kmsg.DescribeTransactionsResponse)
+			return len(r.TransactionStates) == 1 && !coordinatorNotReady(r.TransactionStates[0].ErrorCode)
+		},
+	}
+}
+
 // awaitTopic is a step that waits until topic has n partitions with a
 // leader (n 0: until it is unknown) on each side, then compares.
 func awaitTopic(topic string, n int) diffStep {
