@@ -33,8 +33,13 @@ classpath() {
 	local cp="$dir/classpath-$version"
 	if [ ! -s "$cp" ]; then
 		mkdir -p "$dir"
-		mvn -B -q -ntp -f "$here/kafka-ref/pom.xml" -Dkafka.version="$version" \
-			dependency:build-classpath -Dmdep.outputFile="$cp.tmp" >&2
+		# Quiet unless it fails (Debian's Maven 3.8 prints colour resets
+		# even with -B -q).
+		if ! mvn -B -q -ntp -f "$here/kafka-ref/pom.xml" -Dkafka.version="$version" \
+			dependency:build-classpath -Dmdep.outputFile="$cp.tmp" >"$dir/maven.log" 2>&1; then
+			cat "$dir/maven.log" >&2
+			exit 1
+		fi
 		mv "$cp.tmp" "$cp"
 	fi
 	cat "$cp"
