@@ -25,7 +25,8 @@ type brokerSpec struct {
 	// sync flushing.
 	name string
 	// kind is kbroker (in a child kbench serve), kbroker-bin (the
-	// kbroker command), kfake-disk, kfake-mem or external (--addr).
+	// kbroker command), kfake-disk, kfake-mem, the floors, kafka (Apache
+	// Kafka's broker) or external (--addr).
 	kind string
 	// flush is async or sync.
 	flush string
@@ -41,7 +42,7 @@ func specFor(kind, flush string) brokerSpec {
 }
 
 // brokerKinds are the kinds --brokers accepts.
-var brokerKinds = []string{"kbroker", "kbroker-bin", "kfake-disk", "kfake-mem", "floor-null", "floor-write"}
+var brokerKinds = []string{"kbroker", "kbroker-bin", "kfake-disk", "kfake-mem", "floor-null", "floor-write", "kafka"}
 
 // brokerProc is a running broker: a child process, or an external one.
 type brokerProc struct {
@@ -76,6 +77,10 @@ type env struct {
 	kbrokerSet []string
 	buildOnce  sync.Once
 	buildErr   error
+	// kafkaCP is Apache Kafka's classpath, resolved once.
+	kafkaCP   string
+	kafkaOnce sync.Once
+	kafkaErr  error
 }
 
 // startBroker starts spec on dir (made if missing) and waits until it
@@ -106,6 +111,10 @@ func startBroker(e *env, spec brokerSpec, dir string) (*brokerProc, error) {
 		bp.debug = net.JoinHostPort("127.0.0.1", strconv.Itoa(dport))
 		bp.cmd = exec.Command(path, "--listen", bp.addr, "--data-dir", dir, "--flush", spec.flush,
 			"--segment-bytes", strconv.FormatInt(e.segmentBytes, 10), "--log-level", "warn", "--debug-listen", bp.debug)
+	case "kafka":
+		if bp.cmd, err = kafkaCommand(e, spec, bp.addr, dir); err != nil {
+			return nil, err
+		}
 	default:
 		args := []string{"serve", "--kind", spec.kind, "--listen", bp.addr, "--dir", dir, "--flush", spec.flush,
 			"--segment-bytes", strconv.FormatInt(e.segmentBytes, 10)}
@@ -141,7 +150,7 @@ func startBroker(e *env, spec brokerSpec, dir string) (*brokerProc, error) {
 		return nil, fmt.Errorf("%s did not become ready: %w\n%s", spec.name, err, bp.stderr)
 	}
 	bp.ready = time.Since(t0)
-	if spec.kind != "kbroker-bin" {
+	if spec.kind != "kbroker-bin" && spec.kind != "kafka" {
 		line, err := bp.reply()
 		if err != nil {
 			bp.kill()
@@ -205,7 +214,7 @@ func (bp *brokerProc) cpu() (d time.Duration, ok bool) {
 // far; ok is false when unknown (external brokers).
 func (bp *brokerProc) heap() (bytes, objects uint64, ok bool) {
 	switch bp.spec.kind {
-	case "external":
+	case "external", "kafka":
 		return 0, 0, false
 	case "kbroker-bin":
 		res, err := http.Get("http://" + bp.debug + "/debug/vars")
@@ -232,7 +241,7 @@ func (bp *brokerProc) heap() (bytes, objects uint64, ok bool) {
 // profile starts (file != "") or stops (file == "") a CPU profile of a
 // serve child; other brokers are not profiled.
 func (bp *brokerProc) profile(file string) error {
-	if bp.cmd == nil || bp.spec.kind == "kbroker-bin" {
+	if bp.cmd == nil || bp.spec.kind == "kbroker-bin" || bp.spec.kind == "kafka" {
 		return nil
 	}
 	if file == "" {
@@ -250,7 +259,7 @@ func (bp *brokerProc) stop() error {
 		return nil
 	}
 	bp.stdin.Close()
-	if bp.spec.kind == "kbroker-bin" {
+	if bp.spec.kind == "kbroker-bin" || bp.spec.kind == "kafka" {
 		bp.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	select {
@@ -259,7 +268,7 @@ func (bp *brokerProc) stop() error {
 		bp.kill()
 		return fmt.Errorf("%s did not stop within 2 minutes: killed", bp.spec.name)
 	}
-	if bp.err != nil {
+	if bp.err != nil && !(bp.spec.kind == "kafka" && kafkaStopped(bp.err)) {
 		return fmt.Errorf("%s: %v\n%s", bp.spec.name, bp.err, bp.stderr)
 	}
 	return nil

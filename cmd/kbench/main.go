@@ -18,6 +18,10 @@
 //   - kfake-disk: kfake.NewCluster with one node and kfake.DataDir, the
 //     peer to beat (with kfake.SyncWrites for the sync flush rows);
 //   - kfake-mem: kfake without a data directory, a second reference;
+//   - kafka: Apache Kafka's own broker (single-node KRaft, 1 GiB heap as
+//     its start script sets), its jars resolved by scripts/kafka-ref.sh
+//     with Maven, its data beside the others'; sync flushing is
+//     flush.messages=1, its closest equivalent;
 //   - floor-null, floor-write (produce only): the least a broker can do,
 //     reading and answering produce requests without storing them, or
 //     writing their batches to files with write(2) and nothing else; they

@@ -112,7 +112,7 @@ func (r *results) print(w io.Writer) {
 }
 
 // printRatios prints the ratios of medians, ours over theirs, for every
-// pair of a kbroker and a kfake of the same flush mode, of a kbroker or a
+// pair of a kbroker and a kfake or Kafka of the same flush mode, of a kbroker or a
 // floor over kfake-disk and of a kbroker over a floor, and for the flush
 // workload each broker's sync over async.
 func (r *results) printRatios(w io.Writer, rep report, cases, brokers []string) {
@@ -123,7 +123,7 @@ func (r *results) printRatios(w io.Writer, rep report, cases, brokers []string) 
 			sameMode := strings.HasSuffix(a, "-sync") == strings.HasSuffix(b, "-sync")
 			ours := strings.HasPrefix(a, "kbroker")
 			floor := strings.HasPrefix(a, "floor")
-			if sameMode && (ours && strings.HasPrefix(b, "kfake") ||
+			if sameMode && (ours && (strings.HasPrefix(b, "kfake") || strings.TrimSuffix(b, "-sync") == "kafka") ||
 				floor && b == "kfake-disk" ||
 				ours && strings.HasPrefix(b, "floor")) {
 				pairs = append(pairs, pair{a, b})
@@ -185,10 +185,10 @@ func (r *results) casesAndBrokers(workload string) (cases, brokers []string) {
 	return cases, brokers
 }
 
-// brokerRank orders brokers: kbroker first, then kfake-disk, then
+// brokerRank orders brokers: kbroker first, then Kafka, kfake-disk,
 // kfake-mem, then the floors.
 func brokerRank(name string) int {
-	for i, k := range []string{"kbroker", "kbroker-bin", "kfake-disk", "kfake-mem", "floor-null", "floor-write", "external"} {
+	for i, k := range []string{"kbroker", "kbroker-bin", "kafka", "kfake-disk", "kfake-mem", "floor-null", "floor-write", "external"} {
 		if strings.TrimSuffix(name, "-sync") == k {
 			return i
 		}
