@@ -21,6 +21,9 @@ type result struct {
 	// fetch, instead of resp, is a fetch response whose record data the
 	// writer sends from the commit-log files with sendfile(2).
 	fetch *fetchResult
+	// throttle, when positive, is the rate in bytes a second at which
+	// the writer sends the response (a fault rule's throttling).
+	throttle int64
 }
 
 // respond wraps a response that is ready at once.

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/kbroker/kbroker/fault"
 	"github.com/kbroker/kbroker/flush"
 	"github.com/kbroker/kbroker/group"
 	klog "github.com/kbroker/kbroker/log"
@@ -45,6 +46,8 @@ type Broker struct {
 	txns   atomic.Pointer[txn.Coordinator]
 	txnsMu sync.Mutex
 	budget *byteBudget
+	// faults holds the fault-injection rules; never nil.
+	faults *fault.Injector
 	// allocHook is the commit log's AllocateHook (log.Config): tests set
 	// it through an Option to simulate a full disk.
 	allocHook func(path string, size int64) error
@@ -98,6 +101,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	b.idx = indexAPIs(b.apis)
 	b.metrics = newRequestMetrics(b.apis)
 	b.budget = newByteBudget(cfg.QueuedMaxRequestBytes)
+	b.faults = newFaults()
 	b.sessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.mu.conns = map[*conn]struct{}{}
 	b.mu.perIP = map[string]int{}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	klog "github.com/kbroker/kbroker/log"
+	"github.com/kbroker/kbroker/fault"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/sendfile"
 )
@@ -51,6 +52,9 @@ type conn struct {
 	// clientID is the client id of the last request; only the reader
 	// goroutine (and the handlers it runs) use it.
 	clientID string
+	// inject is the fault rule that fired on the request being handled,
+	// while its handler runs (conn.injected); reader goroutine only.
+	inject *fault.Decision
 }
 
 // outgoing is one response waiting to be written.
@@ -146,6 +150,13 @@ func (c *conn) readLoop() (gone bool) {
 			gone = true
 		}
 		c.b.budget.release(int64(n))
+		if errors.Is(err, errSwallowed) {
+			// A fault rule swallowed the request: like a hung broker,
+			// answer nothing more, and read (and drop) what the client
+			// still sends until it gives up.
+			c.discardInput(br)
+			return true
+		}
 		if cap(frame) > keptFrame {
 			// Not kept for an idle connection, but pooled for the next
 			// large request of any connection; buf stays for the small
@@ -158,6 +169,16 @@ func (c *conn) readLoop() (gone bool) {
 			return gone
 		}
 	}
+}
+
+// discardInput reads and drops the connection's input until the client
+// closes it, the idle timeout passes or shutdown stops the reader.
+func (c *conn) discardInput(br *bufio.Reader) {
+	c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.ConnectionsMaxIdle))
+	if c.stopping.Load() {
+		return
+	}
+	io.Copy(io.Discard, br)
 }
 
 // drainTimeout bounds how long the answers still due may take to write
@@ -233,6 +254,11 @@ func (c *conn) handleFrame(frame []byte) error {
 	}
 	c.b.metrics.request(h.Key, h.Version)
 	t := timing{key: h.Key, version: h.Version, started: time.Now()}
+	if c.b.faults.Active() {
+		if d := c.b.faults.Decide(c.faultRequest(h.Key, h.Version, req)); d != nil {
+			return c.handleFault(h.CorrelationID, a, req, d, t)
+		}
+	}
 	res, err := a.handle(c.b, c, req)
 	t.handled = time.Now()
 	c.b.metrics.apis[h.Key].Handle.ObserveDuration(t.handled.Sub(t.started))
@@ -371,7 +397,9 @@ func (c *conn) writeLoop() {
 		}
 		c.nc.SetWriteDeadline(writing.Add(deadline))
 		var err error
-		if o.res.fetch != nil {
+		if o.res.throttle > 0 {
+			buf, err = c.writeThrottled(o.corr, o.res, buf)
+		} else if o.res.fetch != nil {
 			err = c.writeFetch(o.corr, o.res.fetch)
 		} else {
 			buf = protocol.AppendResponse(buf[:0], o.corr, o.res.resp)

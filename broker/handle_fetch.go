@@ -139,7 +139,7 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 		topics = sr.session.topics()
 		sr.session.mu.Unlock()
 	}
-	plan := b.planFetch(req, topics)
+	plan := b.planFetch(c, req, topics)
 	plan.sr = sr
 	total, anyErr := b.readFetch(plan, fr)
 	b.assembleFetch(plan, fr)
@@ -168,7 +168,7 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 }
 
 // planFetch resolves the requested topics and partitions.
-func (b *Broker) planFetch(req *kmsg.FetchRequest, topics []kmsg.FetchRequestTopic) *fetchPlan {
+func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchRequestTopic) *fetchPlan {
 	plan := &fetchPlan{version: req.Version, maxBytes: int64(req.MaxBytes), minBytes: int64(req.MinBytes),
 		committed: req.Version >= 4 && req.IsolationLevel == 1}
 	if plan.maxBytes < 0 {
@@ -198,6 +198,11 @@ func (b *Broker) planFetch(req *kmsg.FetchRequest, topics []kmsg.FetchRequestTop
 		for _, rp := range rt.Partitions {
 			fp := fetchPart{topic: ti, key: keyFor(req.Version, rt, rp.Partition), index: rp.Partition,
 				offset: rp.FetchOffset, maxBytes: int64(rp.PartitionMaxBytes), errCode: errCode}
+			if code, ok := c.injected(ft.Topic, rp.Partition); ok {
+				fp.errCode = code
+				plan.parts = append(plan.parts, fp)
+				continue
+			}
 			switch {
 			case errCode != 0:
 			case !consumer:

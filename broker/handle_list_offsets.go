@@ -63,7 +63,10 @@ func (b *Broker) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (resul
 			rp, sp := &rt.Partitions[j], &st.Partitions[j]
 			sp.Default()
 			sp.Partition = rp.Partition
+			code, injected := c.injected(rt.Topic, rp.Partition)
 			switch {
+			case injected:
+				sp.ErrorCode = code
 			case badIsolation:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case dups != nil && dups[listOffsetsKey{rt.Topic, rp.Partition}]:

@@ -81,6 +81,7 @@ func (b *Broker) handleMetadata(c *conn, req *kmsg.MetadataRequest) (result, err
 	} else {
 		resp.Topics = b.metadataRequested(c, req)
 	}
+	c.injectMetadata(resp)
 	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
 		for i := range resp.Topics {
 			if resp.Topics[i].Topic != nil {

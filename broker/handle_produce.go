@@ -89,6 +89,11 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 		t, code := b.produceTopic(c, req.Version, rt)
 		for j := range rt.Partitions {
 			rp, sp := &rt.Partitions[j], &st.Partitions[j]
+			if code, ok := c.injected(rt.Topic, rp.Partition); ok {
+				sp.ErrorCode = code
+				failed = true
+				continue
+			}
 			if code != 0 {
 				sp.ErrorCode = code
 				failed = true
