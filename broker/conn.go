@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/fault"
+	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/sendfile"
 )
