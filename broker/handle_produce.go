@@ -51,6 +51,7 @@ package broker
 // otherwise INVALID_TOPIC_EXCEPTION, as Kafka.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -89,7 +90,7 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 		t, code := b.produceTopic(c, req.Version, rt)
 		for j := range rt.Partitions {
 			rp, sp := &rt.Partitions[j], &st.Partitions[j]
-			if code, ok := c.injected(rt.Topic, rp.Partition); ok {
+			if code, ok := c.injected(cmp.Or(t.Name, rt.Topic), rp.Partition); ok {
 				sp.ErrorCode = code
 				failed = true
 				continue

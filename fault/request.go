@@ -56,7 +56,7 @@ func describe(r *Request) names {
 		}
 		for _, t := range b.Topics {
 			for _, p := range t.Partitions {
-				n.part(t.Topic, p.Partition)
+				n.part(r.nameOr(t.Topic, t.TopicID), p.Partition)
 			}
 		}
 	case *kmsg.FetchRequest:
