@@ -101,7 +101,9 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	b.idx = indexAPIs(b.apis)
 	b.metrics = newRequestMetrics(b.apis)
 	b.budget = newByteBudget(cfg.QueuedMaxRequestBytes)
-	b.faults = newFaults()
+	if b.faults == nil {
+		b.faults = newFaults()
+	}
 	b.sessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.mu.conns = map[*conn]struct{}{}
 	b.mu.perIP = map[string]int{}
@@ -158,6 +160,10 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		store.Close()
 		return nil, fmt.Errorf("broker: transaction coordinator: %w", err)
 	}
+	if err := b.seedTopics(); err != nil {
+		b.closeStores()
+		return nil, err
+	}
 	b.lg.Info("store opened",
 		zap.String("dir", cfg.DataDir),
 		zap.Bool("clean", report.Log.Clean),
@@ -166,6 +172,18 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		zap.Int("reindexed", report.Indexed),
 		zap.Duration("took", time.Since(start)))
 	return b, nil
+}
+
+// closeStores closes what New opened, after a failure later in New.
+func (b *Broker) closeStores() {
+	if c := b.txns.Load(); c != nil {
+		c.Close()
+	}
+	if s := b.offsets.Load(); s != nil {
+		s.Close()
+	}
+	b.groups.Close()
+	b.store.Close()
 }
 
 // topicSpec translates a registry topic for the partition store.

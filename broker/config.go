@@ -104,6 +104,10 @@ type Config struct {
 	MetricsPartitionSeriesMax int `kafka:"kbroker.metrics.partition.series.max"`
 	// ClusterID is reported in Metadata and DescribeCluster.
 	ClusterID string `kafka:"cluster.id"`
+	// SeedTopics are topics created at start (and again after a Reset)
+	// when missing: comma-separated name[:partitions], partitions
+	// defaulting to num.partitions ("orders:3,audit").
+	SeedTopics string `kafka:"kbroker.seed.topics"`
 	// NodeID is this broker's id.
 	NodeID int32 `kafka:"node.id"`
 
@@ -236,6 +240,9 @@ func (c *Config) Validate() error {
 		} else if _, err := strconv.Atoi(p); err != nil {
 			errs = append(errs, fmt.Errorf("advertised.listeners %q: bad port", c.AdvertisedListener))
 		}
+	}
+	if _, err := parseSeedTopics(c.SeedTopics, 1); err != nil {
+		errs = append(errs, err)
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("log.dirs is empty"))

@@ -2,7 +2,11 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,10 +15,17 @@ import (
 // InProcess is a broker started inside the calling process, on a free
 // loopback port, with its own data directory: a real Kafka endpoint for
 // tests. Stop it with Close.
+//
+// Restart and Reset replace the embedded *Broker: call them from the
+// goroutine that owns ip, not while other goroutines use ip.Broker.
 type InProcess struct {
 	*Broker
 	dir     string
 	ownsDir bool
+	cfg     Config
+	opts    []Option
+	// restartMu serializes Restart, Reset and Close.
+	restartMu sync.Mutex
 }
 
 // StartInProcess starts a broker on 127.0.0.1 with a free port. dataDir
@@ -37,13 +48,10 @@ func StartInProcess(dataDir string, edit func(*Config), opts ...Option) (*InProc
 	if edit != nil {
 		edit(&cfg)
 	}
-	b, err := New(cfg, append([]Option{WithLogger(zap.NewNop())}, opts...)...)
+	ip.cfg = cfg
+	ip.opts = append([]Option{WithLogger(zap.NewNop())}, opts...)
+	b, err := ip.start(cfg)
 	if err != nil {
-		ip.cleanup()
-		return nil, err
-	}
-	if err := b.Start(); err != nil {
-		b.Shutdown(context.Background())
 		ip.cleanup()
 		return nil, err
 	}
@@ -51,9 +59,76 @@ func StartInProcess(dataDir string, edit func(*Config), opts ...Option) (*InProc
 	return ip, nil
 }
 
+// start opens and starts a broker with cfg.
+func (ip *InProcess) start(cfg Config, extra ...Option) (*Broker, error) {
+	b, err := New(cfg, append(ip.opts[:len(ip.opts):len(ip.opts)], extra...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Start(); err != nil {
+		b.Shutdown(context.Background())
+		return nil, err
+	}
+	return b, nil
+}
+
+// Restart stops the broker cleanly (in-flight requests finish until ctx
+// ends, everything is flushed) and starts it again on the same address
+// with the same data and the same fault rules, as clients see a real
+// broker restart: their connections close and they reconnect.
+func (ip *InProcess) Restart(ctx context.Context) error {
+	return ip.restart(ctx, false)
+}
+
+// Reset deletes everything clients made: every topic (the seed topics of
+// kbroker.seed.topics are made again), group, committed offset,
+// transaction and producer state. It is a Restart onto an empty data
+// directory, so it takes milliseconds and clients reconnect; fault rules
+// stay (clear them with Faults().Clear).
+func (ip *InProcess) Reset(ctx context.Context) error {
+	return ip.restart(ctx, true)
+}
+
+func (ip *InProcess) restart(ctx context.Context, wipe bool) error {
+	ip.restartMu.Lock()
+	defer ip.restartMu.Unlock()
+	old := ip.Broker
+	cfg := ip.cfg
+	cfg.Listen = old.Addr() // the same port, also when the first was :0
+	if err := old.Shutdown(ctx); err != nil {
+		return fmt.Errorf("broker: restart: stop: %w", err)
+	}
+	if wipe {
+		if err := emptyDir(ip.dir); err != nil {
+			return fmt.Errorf("broker: reset: %w", err)
+		}
+	}
+	b, err := ip.start(cfg, WithFaults(old.faults))
+	if err != nil {
+		return fmt.Errorf("broker: restart: %w", err)
+	}
+	ip.Broker = b
+	return nil
+}
+
+// emptyDir removes everything inside dir.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
+	}
+	return errors.Join(errs...)
+}
+
 // Close shuts the broker down (waiting up to 10 s for in-flight requests)
 // and removes its temporary data directory.
 func (ip *InProcess) Close() error {
+	ip.restartMu.Lock()
+	defer ip.restartMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := ip.Shutdown(ctx)

@@ -22,6 +22,12 @@ import (
 // one atomic load.
 func (b *Broker) Faults() *fault.Injector { return b.faults }
 
+// WithFaults makes the broker use in for fault injection, so that rules
+// outlive a restart (InProcess.Restart passes the old broker's on). in
+// should come from a broker's Faults, which knows what the broker can
+// fail; by default each broker has its own.
+func WithFaults(in *fault.Injector) Option { return func(b *Broker) { b.faults = in } }
+
 // newFaults is the injector of a new broker.
 func newFaults() *fault.Injector { return fault.New(fault.WithErrorAPIs(canInjectError)) }
 

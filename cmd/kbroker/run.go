@@ -212,6 +212,7 @@ var settingFlags = []struct {
 	{flag: "segment-bytes", prop: "log.segment.bytes", usage: "size of each commit-log file in `bytes` (a multiple of 4096, 1 MiB to 1 GiB)"},
 	{flag: "default-partitions", prop: "num.partitions", usage: "`partitions` of auto-created topics and of CreateTopics with -1"},
 	{flag: "auto-create-topics", prop: "auto.create.topics.enable", isBool: true, usage: "create a topic when a client produces to or asks metadata for one that does not exist"},
+	{flag: "seed-topics", prop: "kbroker.seed.topics", usage: "`topics` to create at start when missing: comma-separated name[:partitions]"},
 }
 
 // parseArgs turns the command line into options: defaults, then the config
