@@ -46,7 +46,7 @@ func TestFaultProducerRetriesNotLeader(t *testing.T) {
 	srv := newTestServer(t, nil)
 	createTopic(t, srv, "orders", 1)
 	id := addRule(t, srv, fault.Rule{API: "Produce", Topic: "orders", Times: 1, Error: "NOT_LEADER_OR_FOLLOWER"})
-	cl := newClient(t, srv, kgo.DefaultProduceTopic("orders"))
+	cl := newClient(t, srv, kgo.DefaultProduceTopic("orders"), kgo.MetadataMinAge(50*time.Millisecond)) // kgo waits that long to re-ask for metadata after NOT_LEADER_OR_FOLLOWER
 	if err := cl.ProduceSync(testCtx(t), kgo.StringRecord("once")).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
@@ -117,7 +117,7 @@ func TestFaultFetchAndCoordinatorErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	fetchRule := addRule(t, srv, fault.Rule{API: "Fetch", Topic: "f", Times: 2, Error: "NOT_LEADER_OR_FOLLOWER"})
-	cons := newClient(t, srv, kgo.ConsumeTopics("f"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cons := newClient(t, srv, kgo.ConsumeTopics("f"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(50*time.Millisecond))
 	fs := cons.PollFetches(testCtx(t))
 	if err := fs.Err0(); err != nil {
 		t.Fatalf("poll: %v", err)
