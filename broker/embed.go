@@ -24,6 +24,8 @@ type InProcess struct {
 	ownsDir bool
 	cfg     Config
 	opts    []Option
+	// onRestart is called with each broker a restart starts (OnRestart).
+	onRestart func(*Broker)
 	// restartMu serializes Restart, Reset and Close.
 	restartMu sync.Mutex
 }
@@ -58,6 +60,19 @@ func StartInProcess(dataDir string, edit func(*Config), opts ...Option) (*InProc
 	ip.Broker = b
 	return ip, nil
 }
+
+// Serve wraps a broker already started with cfg (the kbroker command's,
+// say) so that it can be restarted and reset in place: Restart opens a
+// new one with cfg and opts on the same address. The data directory is
+// the caller's and Close leaves it.
+func Serve(b *Broker, cfg Config, opts ...Option) *InProcess {
+	return &InProcess{Broker: b, dir: cfg.DataDir, cfg: cfg, opts: opts}
+}
+
+// OnRestart registers f to be called with the new broker after each
+// Restart or Reset, for whatever holds on to the old one (an admin
+// server's status page, say). Call it before any restart.
+func (ip *InProcess) OnRestart(f func(*Broker)) { ip.onRestart = f }
 
 // start opens and starts a broker with cfg.
 func (ip *InProcess) start(cfg Config, extra ...Option) (*Broker, error) {
@@ -108,6 +123,9 @@ func (ip *InProcess) restart(ctx context.Context, wipe bool) error {
 		return fmt.Errorf("broker: restart: %w", err)
 	}
 	ip.Broker = b
+	if ip.onRestart != nil {
+		ip.onRestart(b)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"os"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -150,4 +151,35 @@ func offsetsFor(topic string, partition int32, offset int64) kadm.Offsets {
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: topic, Partition: partition, At: offset, LeaderEpoch: -1})
 	return offs
+}
+
+// Serve makes a broker started by its caller restartable, on the same
+// address, and tells OnRestart about each new one.
+func TestServeRestart(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	cfg.Listen, cfg.DataDir, cfg.SegmentBytes = "127.0.0.1:0", t.TempDir(), 4<<20
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ip := Serve(b, cfg)
+	var restarted []*Broker
+	ip.OnRestart(func(nb *Broker) { restarted = append(restarted, nb) })
+	addr := ip.Addr()
+	if err := ip.Reset(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if len(restarted) != 1 || restarted[0] != ip.Broker || ip.Broker == b || ip.Addr() != addr {
+		t.Fatalf("after Reset: %d calls, address %s (was %s)", len(restarted), ip.Addr(), addr)
+	}
+	if err := ip.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cfg.DataDir); err != nil {
+		t.Fatalf("Close removed the caller's data directory: %v", err)
+	}
 }
