@@ -405,6 +405,44 @@ func (b *Broker) Ready() error {
 	return nil
 }
 
+// crash stops the broker as a killed process stops, for crash-like
+// restarts of a test broker: connections are cut without answering what
+// is in flight, and the stores are abandoned (Store.Abandon): nothing is
+// flushed, checkpointed or snapshotted that was not already, and the next
+// New runs crash recovery.
+func (b *Broker) crash() {
+	b.mu.Lock()
+	if b.mu.shutdown {
+		b.mu.Unlock()
+		return
+	}
+	b.mu.shutdown = true
+	conns := make([]*conn, 0, len(b.mu.conns))
+	for c := range b.mu.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	close(b.stop)
+	if b.ln != nil {
+		b.ln.Close()
+	}
+	for _, c := range conns {
+		c.stopReading()
+		c.cancel() // parked fetches and queued answers end now
+		c.nc.Close()
+	}
+	b.groups.Close()
+	b.wg.Wait()
+	if c := b.txns.Load(); c != nil {
+		c.Abandon()
+	}
+	if s := b.offsets.Load(); s != nil {
+		s.Abandon()
+	}
+	b.store.Abandon()
+	b.lg.Info("stopped as by a crash")
+}
+
 // Stats are counters of the broker's fetch path and accept loop.
 type Stats struct {
 	// SendfileBytes went from commit-log files to sockets with sendfile(2).

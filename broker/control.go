@@ -14,6 +14,7 @@ import (
 //	GET/POST/DELETE /faults[/{id}]  fault rules (fault.Injector.Handler)
 //	POST /reset                      Reset: delete everything clients made
 //	POST /restart                    Restart on the same address and data
+//	POST /restart?crash=true         RestartCrashed: as after a crash
 //
 // Mount it on a listener only tests can reach (loopback): it can wipe the
 // broker. Reset and restart answer {"took_ms": N} once the broker serves
@@ -33,7 +34,13 @@ func (ip *InProcess) ControlHandler() http.Handler {
 	mux.HandleFunc("/faults", serveFaults)
 	mux.HandleFunc("/faults/", serveFaults)
 	mux.HandleFunc("POST /reset", ip.serveRestart(ip.Reset))
-	mux.HandleFunc("POST /restart", ip.serveRestart(ip.Restart))
+	mux.HandleFunc("POST /restart", func(w http.ResponseWriter, r *http.Request) {
+		restart := ip.Restart
+		if r.URL.Query().Get("crash") == "true" {
+			restart = func(context.Context) error { return ip.RestartCrashed() }
+		}
+		ip.serveRestart(restart)(w, r)
+	})
 	return mux
 }
 

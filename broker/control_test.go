@@ -70,6 +70,10 @@ func TestControlHTTP(t *testing.T) {
 	if end := endOf(); end != 1 {
 		t.Fatalf("after restart events ends at %d, want 1", end)
 	}
+	call("POST", "/restart?crash=true", "", http.StatusOK)
+	if end := endOf(); end != 1 {
+		t.Fatalf("after a crash-like restart events ends at %d, want 1", end)
+	}
 	call("POST", "/reset", "", http.StatusOK)
 	if end := endOf(); end != 0 {
 		t.Fatalf("after reset events ends at %d, want 0 (seeded again, empty)", end)

@@ -92,7 +92,17 @@ func (ip *InProcess) start(cfg Config, extra ...Option) (*Broker, error) {
 // with the same data and the same fault rules, as clients see a real
 // broker restart: their connections close and they reconnect.
 func (ip *InProcess) Restart(ctx context.Context) error {
-	return ip.restart(ctx, false)
+	return ip.restart(ctx, restartClean)
+}
+
+// RestartCrashed restarts the broker as after a crash: connections are
+// cut without answers, nothing is flushed, checkpointed or snapshotted
+// that was not already, and the broker comes back on the same address
+// through crash recovery. As after a killed process, what was written to
+// the commit log's mappings survives in the page cache; in pool flush
+// mode what only the store pool held is lost.
+func (ip *InProcess) RestartCrashed() error {
+	return ip.restart(context.Background(), restartCrash)
 }
 
 // Reset deletes everything clients made: every topic (the seed topics of
@@ -101,19 +111,30 @@ func (ip *InProcess) Restart(ctx context.Context) error {
 // directory, so it takes milliseconds and clients reconnect; fault rules
 // stay (clear them with Faults().Clear).
 func (ip *InProcess) Reset(ctx context.Context) error {
-	return ip.restart(ctx, true)
+	return ip.restart(ctx, restartWipe)
 }
 
-func (ip *InProcess) restart(ctx context.Context, wipe bool) error {
+// restartKind is how restart stops the old broker and what it keeps.
+type restartKind int
+
+const (
+	restartClean restartKind = iota
+	restartCrash
+	restartWipe
+)
+
+func (ip *InProcess) restart(ctx context.Context, kind restartKind) error {
 	ip.restartMu.Lock()
 	defer ip.restartMu.Unlock()
 	old := ip.Broker
 	cfg := ip.cfg
 	cfg.Listen = old.Addr() // the same port, also when the first was :0
-	if err := old.Shutdown(ctx); err != nil {
+	if kind == restartCrash {
+		old.crash()
+	} else if err := old.Shutdown(ctx); err != nil {
 		return fmt.Errorf("broker: restart: stop: %w", err)
 	}
-	if wipe {
+	if kind == restartWipe {
 		if err := emptyDir(ip.dir); err != nil {
 			return fmt.Errorf("broker: reset: %w", err)
 		}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/kbroker/kbroker/fault"
 )
@@ -181,5 +183,53 @@ func TestServeRestart(t *testing.T) {
 	}
 	if _, err := os.Stat(cfg.DataDir); err != nil {
 		t.Fatalf("Close removed the caller's data directory: %v", err)
+	}
+}
+
+// A crash-like restart goes through crash recovery and keeps what was
+// acknowledged: records and a committed offset.
+func TestInProcessRestartCrashed(t *testing.T) {
+	t.Parallel()
+	core, logs := observer.New(zap.InfoLevel)
+	ip, err := StartInProcess(t.TempDir(), func(c *Config) { c.FlushMode = "sync" }, WithLogger(zap.New(core)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ip.Close() })
+	createTopic(t, ip, "c", 1)
+	prod := newClient(t, ip, kgo.DefaultProduceTopic("c"))
+	for _, v := range []string{"a", "b", "c"} {
+		if err := prod.ProduceSync(testCtx(t), kgo.StringRecord(v)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := newAdmin(t, ip)
+	if _, err := adm.CommitOffsets(testCtx(t), "g", offsetsFor("c", 0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	addr := ip.Addr()
+	if err := ip.RestartCrashed(); err != nil {
+		t.Fatal(err)
+	}
+	if ip.Addr() != addr {
+		t.Fatalf("restarted on %s, want %s", ip.Addr(), addr)
+	}
+	opened := logs.FilterMessage("store opened").All()
+	if len(opened) != 2 || opened[1].ContextMap()["clean"] != false {
+		t.Fatalf("store opened %d times, last %v; want a second, unclean open", len(opened), opened[len(opened)-1].ContextMap())
+	}
+	offs, err := adm.ListEndOffsets(testCtx(t), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := offs.Lookup("c", 0); o.Offset != 3 {
+		t.Fatalf("after the crash c ends at %d, want 3", o.Offset)
+	}
+	fetched, err := adm.FetchOffsets(testCtx(t), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := fetched.Lookup("c", 0); !ok || o.At != 2 {
+		t.Fatalf("committed offset after the crash: %+v, want 2", o)
 	}
 }

@@ -94,3 +94,8 @@ func (s *CommitRealTimeService) Wake() { s.p.wakeup() }
 // already closed. Close it before the flusher, so the flusher's final flush
 // covers this final commit.
 func (s *CommitRealTimeService) Close() error { return s.p.close() }
+
+// Abandon stops the service without the final commit: what is still in
+// the pool buffers is not written to the files, as in a crash (for a
+// crash-like restart of a test broker). ErrClosed if already closed.
+func (s *CommitRealTimeService) Abandon() error { return s.p.stop(false) }

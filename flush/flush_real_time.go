@@ -94,6 +94,10 @@ func (s *FlushRealTimeService) Wake() { s.p.wakeup() }
 // CommitRealTimeService first, so that its final commit is flushed here.
 func (s *FlushRealTimeService) Close() error { return s.p.close() }
 
+// Abandon stops the service without the final flush, as in a crash (for
+// a crash-like restart of a test broker). ErrClosed if already closed.
+func (s *FlushRealTimeService) Abandon() error { return s.p.stop(false) }
+
 // timedFlush is store.Flush, reporting each flush that advanced the durable
 // position to onRound (WithOnRound) with its duration. Calls that found
 // too few dirty pages to flush are not reported: they did no I/O.

@@ -95,6 +95,9 @@ type GroupCommitService struct {
 		watcherIdle bool
 		// started and closed record Start and Close.
 		started, closed bool
+		// abandon is set by Abandon: the flusher exits without a final
+		// round.
+		abandon bool
 		// gatherExpired ends the flusher's gathering window.
 		gatherExpired bool
 	}
@@ -293,13 +296,21 @@ func (s *GroupCommitService) Wake() {
 // waits for the service's goroutines. It returns the final flush's error, or
 // ErrClosed if the service was already closed. Close blocks while a Flush
 // call is stuck; the watcher keeps timing out waiters meanwhile.
-func (s *GroupCommitService) Close() error {
+func (s *GroupCommitService) Close() error { return s.stop(false) }
+
+// Abandon stops the service without the final round: nothing is flushed
+// that was not already, as in a crash (for a crash-like restart of a
+// test broker), and waiters get ErrClosed. ErrClosed if already closed.
+func (s *GroupCommitService) Abandon() error { return s.stop(true) }
+
+func (s *GroupCommitService) stop(abandon bool) error {
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
 		return ErrClosed
 	}
 	s.mu.closed = true
+	s.mu.abandon = abandon
 	started := s.mu.started
 	s.mu.Unlock()
 	s.cond.Broadcast()
@@ -315,8 +326,15 @@ func (s *GroupCommitService) Close() error {
 		s.mu.Lock()
 		s.takeLocked()
 		s.mu.Unlock()
-		s.finalErr = s.round(true)
+		if abandon {
+			s.finalErr = ErrClosed
+		} else {
+			s.finalErr = s.round(true)
+		}
 		s.finish()
+	}
+	if abandon {
+		return nil
 	}
 	return s.finalErr
 }
@@ -419,10 +437,15 @@ func (s *GroupCommitService) flushLoop() {
 			s.cond.Wait()
 		}
 		s.gatherLocked()
-		final := s.mu.closed
+		final, abandon := s.mu.closed, s.mu.abandon
 		forced := s.takeLocked()
 		s.mu.Unlock()
 
+		if final && abandon {
+			s.finalErr = ErrClosed
+			s.finish()
+			return
+		}
 		err := s.round(forced)
 		if final {
 			s.finalErr = err

@@ -154,7 +154,12 @@ func (p *periodic) logOnce(err error) {
 // close stops the loop, waits for it, and runs the final operation with
 // threshold 0 until it succeeds without moving data, at most finalRetries
 // times. It returns the last attempt's error, or ErrClosed on a second call.
-func (p *periodic) close() error {
+func (p *periodic) close() error { return p.stop(true) }
+
+// stop stops the loop and waits for it; with final it then runs the final
+// operation as close describes, without it (abandon) it leaves what is
+// not yet done undone, as a crash would.
+func (p *periodic) stop(final bool) error {
 	p.mu.Lock()
 	if p.mu.closed {
 		p.mu.Unlock()
@@ -166,6 +171,9 @@ func (p *periodic) close() error {
 	if started {
 		close(p.quit)
 		p.wg.Wait()
+	}
+	if !final {
+		return nil
 	}
 
 	var err error

@@ -149,17 +149,30 @@ func (s *Store) write(group string, recs []rec, done func(error)) {
 // Close takes a last snapshot (when the store can) and stops the loops.
 // Writes after Close get COORDINATOR_NOT_AVAILABLE.
 func (s *Store) Close() error {
+	if !s.stopLoops() {
+		return nil
+	}
+	return s.Snapshot()
+}
+
+// Abandon stops the store without the snapshot Close writes, as a crash
+// would; the next open replays the offsets from the commit log.
+func (s *Store) Abandon() { s.stopLoops() }
+
+// stopLoops marks the store closed and stops its goroutines; false if it
+// was closed already.
+func (s *Store) stopLoops() bool {
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
-		return nil
+		return false
 	}
 	s.mu.closed = true
 	s.mu.Unlock()
 	s.log.Close()
 	close(s.stop)
 	s.wg.Wait()
-	return s.Snapshot()
+	return true
 }
 
 // background runs expiry and snapshots.

@@ -539,6 +539,31 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
+// Abandon stops the store as a killed process stops: the flush services
+// end without their final round, no partition is checkpointed, and the
+// commit log keeps its abort marker, so the next Open runs crash
+// recovery. What was written to the mappings stays in the page cache, as
+// after a process crash; what only the store pool held is lost. It is for
+// crash-like restarts of a test broker.
+func (s *Store) Abandon() {
+	if s.closed.Swap(true) {
+		return
+	}
+	close(s.stop)
+	s.wg.Wait()
+	if s.committer != nil {
+		s.committer.Abandon()
+	}
+	if s.flusher != nil {
+		s.flusher.Abandon()
+	}
+	if s.groupCommit != nil {
+		s.groupCommit.Abandon()
+	}
+	s.clog.Abandon()
+	s.closePartitions()
+}
+
 func (s *Store) closePartitions() {
 	for _, p := range s.allPartitions() {
 		p.cq.Close()

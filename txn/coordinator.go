@@ -244,6 +244,11 @@ func Open(cfg Config, ps *partition.Store, parts []*partition.Partition, deps De
 // not from a done callback.
 func (c *Coordinator) Close() error { return c.close(true) }
 
+// Abandon stops the coordinator without the snapshot Close writes, as a
+// crash would; the next open replays the transactions from the commit
+// log.
+func (c *Coordinator) Abandon() { c.close(false) }
+
 // close is Close, with or without its last snapshot (a test drops the
 // coordinator without it, as a crash would).
 func (c *Coordinator) close(snapshot bool) error {
