@@ -1,0 +1,154 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/fault"
+)
+
+// controlledBroker is an in-process broker for the test controls, closed
+// at cleanup.
+func controlledBroker(t *testing.T, edit func(*broker.Config)) *broker.InProcess {
+	t.Helper()
+	ip, err := broker.StartInProcess(t.TempDir(), edit, broker.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ip.Close(); err != nil {
+			t.Errorf("close broker: %v", err)
+		}
+	})
+	return ip
+}
+
+// A sarama idempotent producer retries an injected NOT_LEADER_OR_FOLLOWER
+// and its record is stored once.
+func TestControlsSaramaProducerRetriesNotLeader(t *testing.T) {
+	t.Parallel()
+	ip := controlledBroker(t, func(c *broker.Config) { c.SeedTopics = "sarama-faults" })
+	id, err := ip.Faults().Add(fault.Rule{API: "Produce", Topic: "sarama-faults", Times: 1, Error: "NOT_LEADER_OR_FOLLOWER"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v36 := sarama.V3_6_0_0
+	cfg := saramaConfig(&v36, true)
+	prod, err := sarama.NewSyncProducer([]string{ip.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	part, off, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "sarama-faults", Value: sarama.StringEncoder("once")})
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if part != 0 || off != 0 {
+		t.Fatalf("stored at %d/%d, want 0/0", part, off)
+	}
+	st := ip.Faults().List()
+	if len(st) != 1 || st[0].ID != id || st[0].Hits != 1 || st[0].Matched < 2 {
+		t.Fatalf("rule %+v: want 1 hit and the retry matched", st)
+	}
+	end := saramaEnd(t, ip.Addr(), cfg, "sarama-faults")
+	if end != 1 {
+		t.Fatalf("end offset %d, want 1: the refused try stored nothing", end)
+	}
+}
+
+// saramaEnd is a partition 0's end offset as sarama sees it.
+func saramaEnd(t *testing.T, addr string, cfg *sarama.Config, topic string) int64 {
+	t.Helper()
+	cl, err := sarama.NewClient([]string{addr}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	end, err := cl.GetOffset(topic, 0, sarama.OffsetNewest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end
+}
+
+// A kgo group consumer lives through a clean and a crash-like restart of
+// its broker: it reconnects, rejoins, reads every record, and never again
+// what it committed before.
+func TestControlsGroupSurvivesRestarts(t *testing.T) {
+	t.Parallel()
+	ip := controlledBroker(t, func(c *broker.Config) {
+		c.SeedTopics = "restarts:2"
+		c.FlushMode = "sync"
+		c.GroupInitialRebalanceDelay = 0
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(ip.Addr()), kgo.DefaultProduceTopic("restarts"),
+		kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(ip.Addr()), kgo.ConsumeTopics("restarts"), kgo.ConsumerGroup("restarts-g"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(6*time.Second),
+		kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+
+	seen := map[string]int{}
+	produceAndRead := func(round string) {
+		t.Helper()
+		want := map[string]bool{}
+		for i := range 10 {
+			v := round + "-" + string(rune('a'+i))
+			want[v] = true
+			if err := prod.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+				t.Fatalf("%s: produce: %v", round, err)
+			}
+		}
+		for len(want) > 0 {
+			fs := cons.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("%s: still waiting for %d records", round, len(want))
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				seen[string(r.Value)]++
+				delete(want, string(r.Value))
+			})
+		}
+		// The first commit after a restart may fail with UNKNOWN_MEMBER_ID:
+		// kbroker restores a classic group's generation but not its
+		// members (Kafka restores both), so the consumer rejoins and may
+		// read that round again from the last commit: at least once.
+		if err := cons.CommitUncommittedOffsets(ctx); err != nil && round == "before" {
+			t.Fatalf("%s: commit: %v", round, err)
+		}
+	}
+	produceAndRead("before")
+	if err := ip.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	produceAndRead("after-restart")
+	if err := ip.RestartCrashed(); err != nil {
+		t.Fatal(err)
+	}
+	produceAndRead("after-crash")
+	for v, n := range seen {
+		if n != 1 && strings.HasPrefix(v, "before-") {
+			t.Errorf("%s read %d times, want once: it was committed before the restarts", v, n)
+		}
+	}
+	if len(seen) != 30 {
+		t.Fatalf("read %d distinct records, want 30", len(seen))
+	}
+}
