@@ -27,9 +27,11 @@ type layer struct {
 	may []string
 }
 
-// leaf packages are the codec and the storage primitives: they import
-// nothing internal, so each can be tested, fuzzed and reasoned about alone.
-var leaf = []string{"log", "flush", "protocol", "sendfile", "partition/batch"}
+// leaf packages are the codec and the storage primitives, and the fault
+// injector (rules over decoded requests, applied by the broker): they
+// import nothing internal, so each can be tested, fuzzed and reasoned
+// about alone.
+var leaf = []string{"log", "flush", "protocol", "sendfile", "partition/batch", "fault"}
 
 var layers = []layer{
 	{
@@ -57,7 +59,7 @@ var layers = []layer{
 		members: []string{"broker", "admin", "admin/..."},
 		may: []string{"log", "flush", "protocol", "sendfile", "partition", "partition/batch", "consumequeue",
 			"topic", "group", "group/...", "coordlog", "offsets", "txn", "security", "security/...",
-			"broker", "admin", "admin/...", "internal/metric"},
+			"broker", "admin", "admin/...", "internal/metric", "fault"},
 	},
 	{
 		// Commands sit on the server (and its admin listener); kbench
