@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -128,7 +129,11 @@ func (ip *InProcess) restart(ctx context.Context, kind restartKind) error {
 	defer ip.restartMu.Unlock()
 	old := ip.Broker
 	cfg := ip.cfg
-	cfg.Listen = old.Addr() // the same port, also when the first was :0
+	// The same port, also when the first was :0, and the same host as
+	// configured, which the advertised address may come from.
+	host, _, _ := net.SplitHostPort(cfg.Listen)
+	_, port, _ := net.SplitHostPort(old.Addr())
+	cfg.Listen = net.JoinHostPort(host, port)
 	if kind == restartCrash {
 		old.crash()
 	} else if err := old.Shutdown(ctx); err != nil {
@@ -166,13 +171,20 @@ func emptyDir(dir string) error {
 // Close shuts the broker down (waiting up to 10 s for in-flight requests)
 // and removes its temporary data directory.
 func (ip *InProcess) Close() error {
-	ip.restartMu.Lock()
-	defer ip.restartMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := ip.Shutdown(ctx)
+	err := ip.Stop(ctx)
 	ip.cleanup()
 	return err
+}
+
+// Stop shuts down the broker ip serves now, after any restart in
+// progress, letting in-flight requests finish until ctx ends; it keeps
+// the data directory.
+func (ip *InProcess) Stop(ctx context.Context) error {
+	ip.restartMu.Lock()
+	defer ip.restartMu.Unlock()
+	return ip.Shutdown(ctx)
 }
 
 func (ip *InProcess) cleanup() {

@@ -73,8 +73,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := b.Start(); err != nil {
 		return errors.Join(err, stop(ctx, b)) // release the store cleanly
 	}
+	// Restart and Reset replace the broker; ip knows the current one.
+	ip := broker.Serve(b, o.cfg, broker.WithLogger(lg))
+	if adm != nil && o.controlsOn() {
+		ip.OnRestart(adm.SetBroker)
+		h := ip.ControlHandler()
+		for _, pattern := range []string{"/faults", "/faults/", "POST /reset", "POST /restart"} {
+			adm.Handle(pattern, h)
+		}
+		lg.Info("test controls on the admin listener", zap.Strings("paths", []string{"/faults", "/reset", "/restart"}))
+	}
 	if _, err := fmt.Fprintf(stdout, "kbroker listening on %s\n", b.Addr()); err != nil {
-		return errors.Join(fmt.Errorf("write to stdout: %w", err), stop(ctx, b))
+		return errors.Join(fmt.Errorf("write to stdout: %w", err), stopServed(ctx, ip))
 	}
 
 	select {
@@ -84,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		lg.Info("shutting down (a second signal exits at once)", zap.Stringer("signal", s))
 	}
 	done := make(chan error, 1)
-	go func() { done <- stop(ctx, b) }()
+	go func() { done <- stopServed(ctx, ip) }()
 	select {
 	case err := <-done:
 		return err
@@ -130,6 +140,17 @@ func stop(ctx context.Context, b *broker.Broker) error {
 	return nil
 }
 
+// stopServed shuts down the broker ip serves now (a restart may have
+// replaced the first), waiting at most shutdownTimeout.
+func stopServed(ctx context.Context, ip *broker.InProcess) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := ip.Stop(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
 // newLogger is zap's production logger (sampling, stack traces from Error
 // up) writing to w, in JSON or, for people, the console encoding.
 func newLogger(w io.Writer, level zapcore.Level, json bool) *zap.Logger {
@@ -156,6 +177,26 @@ type options struct {
 	// adminListen is the --admin-listen address (or the older
 	// --debug-listen); empty: no admin server.
 	adminListen string
+	// adminControls is --admin-controls: auto, on or off.
+	adminControls string
+}
+
+// controlsOn reports whether the admin listener serves the test controls
+// (fault rules, reset, restart): with --admin-controls=auto only on a
+// loopback address, since they can wipe the broker.
+func (o *options) controlsOn() bool {
+	switch o.adminControls {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	host, _, _ := net.SplitHostPort(o.adminListen)
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // setting is a flag that sets one broker.Config field, named by its Kafka
@@ -241,6 +282,9 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 		"Port 0 picks a free one (logged as \"admin listening on\"); off by default. Anyone who can reach it\n"+
 		"can profile the broker: bind it to localhost unless it is protected otherwise")
 	debugListen := fs.String("debug-listen", "", "the former name of --admin-listen, which serves /debug/ too (`address`)")
+	adminControls := fs.String("admin-controls", "auto", "serve the test controls on the admin listener: fault rules (/faults), POST /reset and\n"+
+		"POST /restart (docs/TESTING-CONTROLS.md). `mode` auto serves them when the admin listener is on a loopback\n"+
+		"address, on and off always and never. They can wipe the broker")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -281,6 +325,13 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("flags -admin-listen %q and -debug-listen %q differ: they name the same listener", o.adminListen, f.value)
 		}
 		o.adminListen = f.value
+	}
+
+	switch *adminControls {
+	case "auto", "on", "off":
+		o.adminControls = *adminControls
+	default:
+		return o, fmt.Errorf("invalid value %q for flag -admin-controls: must be auto, on or off", *adminControls)
 	}
 
 	o.cfg = broker.DefaultConfig()
