@@ -102,7 +102,7 @@ auto.create.topics.enable=false
 			if err != nil {
 				t.Fatalf("parseArgs(%q): %v", tt.args, err)
 			}
-			want := options{cfg: broker.DefaultConfig(), logLevel: zapcore.InfoLevel}
+			want := options{cfg: broker.DefaultConfig(), logLevel: zapcore.InfoLevel, adminControls: "auto"}
 			if tt.edit != nil {
 				tt.edit(&want.cfg)
 			}
