@@ -9,6 +9,7 @@
 //	  → conn.serve: one reader and one writer goroutine per connection (conn.go)
 //	  → readLoop: protocol.ReadSize / ReadBody, one frame at a time
 //	  → handleFrame: protocol.ParseHeader, the API table (apikeys*.go), protocol.ParseBody
+//	  → with fault rules set (Faults().Active, one atomic load), handleFault (fault.go)
 //	  → the typed handler, handleXxx in handle_xxx.go
 //	  → result → conn.enqueue (bounded queue, request order)
 //	  → writeLoop: protocol.AppendResponse, or writeFetch with sendfile(2)
@@ -62,14 +63,17 @@
 // "topic", "id" (the topic id), "partition", "partitions" and "configs"
 // for topic changes; "group", "member" and "instance" for groups; "dir",
 // "addr" and "advertised" at start-up, with the recovery report's "clean",
-// "end", "cut", "reindexed" and "took". Use these names for the same
+// "end", "cut", "reindexed" and "took"; "rule" (a fault rule's id). Use these names for the same
 // things in new log lines.
 //
 // # Files
 //
 // Wiring, rather than request handling: broker.go (Broker, New, Start,
-// Shutdown, start-up recovery), embed.go (StartInProcess for tests and
-// embedding), config.go and group_config.go (Config and its validation),
+// Shutdown, start-up recovery, the crash-like stop), embed.go
+// (StartInProcess for tests and embedding, Serve, Restart, Reset),
+// control.go (the test controls over HTTP), fault.go (applying fault
+// rules: delays, closes, swallowed requests, injected error answers,
+// throttled writes), seed.go (kbroker.seed.topics), config.go and group_config.go (Config and its validation),
 // conn.go (the connection loop), budget.go (the broker-wide byte budget of
 // requests in flight), apikeys*.go (the API table), errors.go (error
 // codes), auto_create.go (topic auto-creation), fetch_session.go
