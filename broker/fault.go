@@ -60,6 +60,9 @@ var (
 
 // faultRequest describes a request for the injector.
 func (c *conn) faultRequest(key, version int16, req kmsg.Request) *fault.Request {
+	if f, ok := req.(*kmsg.FetchRequest); ok {
+		req = c.b.withSessionTopics(f)
+	}
 	return &fault.Request{
 		Key: key, Version: version, Body: req,
 		ClientID:   c.clientID,
@@ -70,6 +73,26 @@ func (c *conn) faultRequest(key, version int16, req kmsg.Request) *fault.Request
 			return t.Name
 		},
 	}
+}
+
+// withSessionTopics is an incremental fetch (KIP-227) as rules see it:
+// with the partitions of its session, which the request itself does not
+// repeat, so that a rule on a topic matches every fetch of it. Other
+// fetches are returned as they are.
+func (b *Broker) withSessionTopics(req *kmsg.FetchRequest) *kmsg.FetchRequest {
+	if req.Version < 7 || req.SessionID <= 0 || req.SessionEpoch <= 0 {
+		return req
+	}
+	s := b.sessions.get(req.SessionID)
+	if s == nil {
+		return req
+	}
+	s.mu.Lock()
+	topics := s.topics()
+	s.mu.Unlock()
+	cp := *req
+	cp.Topics = append(topics, req.Topics...)
+	return &cp
 }
 
 // handleFault handles a request on which a fault rule fired.

@@ -302,3 +302,45 @@ func TestFaultMetadataPartition(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A rule on a topic matches incremental fetches (KIP-227), which do not
+// repeat the session's partitions whose offsets did not move.
+func TestFaultMatchesIncrementalFetch(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, nil)
+	inc := createTopic(t, srv, "inc", 1)
+	cl := newClient(t, srv)
+	fetch := func(sessionID, epoch int32, withTopic bool) *kmsg.FetchResponse {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxBytes, req.SessionID, req.SessionEpoch = -1, 1<<20, sessionID, epoch
+		if withTopic {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = "inc", [16]byte(inc.ID)
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != 0 {
+			t.Fatalf("fetch: error %d", resp.ErrorCode)
+		}
+		return resp
+	}
+	full := fetch(0, 0, true)
+	if full.SessionID == 0 {
+		t.Fatal("no fetch session made")
+	}
+	addRule(t, srv, fault.Rule{API: "Fetch", Topic: "inc", Times: 1, Error: "NOT_LEADER_OR_FOLLOWER"})
+	resp := fetch(full.SessionID, 1, false) // names no topic: nothing changed
+	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("incremental fetch answered %+v, want NOT_LEADER_OR_FOLLOWER for inc-0", resp.Topics)
+	}
+	if st := srv.Faults().List(); st[0].Hits != 1 {
+		t.Fatalf("rule hits %d, want 1", st[0].Hits)
+	}
+}
