@@ -2,11 +2,13 @@ package integration
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -150,5 +152,39 @@ func TestControlsGroupSurvivesRestarts(t *testing.T) {
 	}
 	if len(seen) != 30 {
 		t.Fatalf("read %d distinct records, want 30", len(seen))
+	}
+}
+
+// kcat (librdkafka) retries a produce answered NOT_LEADER_OR_FOLLOWER
+// and stores each line once.
+func TestControlsKcatProducerRetriesNotLeader(t *testing.T) {
+	t.Parallel()
+	kcat := kcatPath(t)
+	ip := controlledBroker(t, func(c *broker.Config) { c.SeedTopics = "kcat-faults" })
+	if _, err := ip.Faults().Add(fault.Rule{API: "Produce", Topic: "kcat-faults", Times: 1, Error: "NOT_LEADER_OR_FOLLOWER"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcat, "-P", "-b", ip.Addr(), "-t", "kcat-faults", "-p", "0",
+		"-X", "retry.backoff.ms=50", "-X", "topic.metadata.refresh.fast.interval.ms=50")
+	cmd.Stdin = strings.NewReader("one\ntwo\nthree\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kcat: %v\n%s", err, out)
+	}
+	if st := ip.Faults().List(); st[0].Hits != 1 {
+		t.Fatalf("rule hits %d, want 1", st[0].Hits)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ip.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "kcat-faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup("kcat-faults", 0); o.Offset != 3 {
+		t.Fatalf("kcat-faults ends at %d, want 3: each line once", o.Offset)
 	}
 }
