@@ -21,6 +21,7 @@ import (
 // at cleanup.
 func controlledBroker(t *testing.T, edit func(*broker.Config)) *broker.InProcess {
 	t.Helper()
+	skipIfExternal(t, "the test controls")
 	ip, err := broker.StartInProcess(t.TempDir(), edit, broker.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))))
 	if err != nil {
 		t.Fatal(err)
