@@ -6,8 +6,9 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // serves idempotent producers too). Each handler's file header lists its
 // versions and deviations; AddPartitionsToTxn stops at v3 (v4+ is
 // broker-to-broker), EndTxn at v4 (v5+ is transactions v2, not
-// implemented) and ListTransactions at v1 (v2's pattern is a Java regular
-// expression).
+// implemented), WriteTxnMarkers at v1 (v2 carries the transaction version
+// of transactions v2) and ListTransactions at v1 (v2's pattern is a Java
+// regular expression).
 func txnAPIs() []api {
 	return []api{
 		{key: int16(kmsg.AddPartitionsToTxn), min: 0, max: min(3, kmsgMax(int16(kmsg.AddPartitionsToTxn))), handle: typed((*Broker).handleAddPartitionsToTxn)},
@@ -16,6 +17,7 @@ func txnAPIs() []api {
 		{key: int16(kmsg.TxnOffsetCommit), min: 0, max: kmsgMax(int16(kmsg.TxnOffsetCommit)), handle: typed((*Broker).handleTxnOffsetCommit)},
 		{key: int16(kmsg.DescribeTransactions), min: 0, max: kmsgMax(int16(kmsg.DescribeTransactions)), handle: typed((*Broker).handleDescribeTransactions)},
 		{key: int16(kmsg.DescribeProducers), min: 0, max: kmsgMax(int16(kmsg.DescribeProducers)), handle: typed((*Broker).handleDescribeProducers)},
+		{key: int16(kmsg.WriteTxnMarkers), min: 0, max: min(1, kmsgMax(int16(kmsg.WriteTxnMarkers))), handle: typed((*Broker).handleWriteTxnMarkers)},
 		{key: int16(kmsg.ListTransactions), min: 0, max: min(1, kmsgMax(int16(kmsg.ListTransactions))), handle: typed((*Broker).handleListTransactions)},
 	}
 }

@@ -73,6 +73,13 @@ func (b *Broker) groupPartition(groupID string) txn.TopicPartition {
 	return txn.TopicPartition{Topic: topic.GroupMetadataTopic, Partition: int32(coordlog.PartitionFor(groupID, n))}
 }
 
+// ownCoordinatorEpoch is the coordinator epoch in the markers of this
+// broker's transaction coordinator. Kafka's is the leader epoch of the
+// __transaction_state partition, which moves when leadership does; a single
+// node never changes leader, so it stays 0, which is also what Kafka's
+// kafka-transactions.sh sends when a producer has no marker yet.
+const ownCoordinatorEpoch int32 = 0
+
 // writeMarkers writes the end-transaction markers of a producer into every
 // partition of its transaction and calls done once they are durable. A
 // __consumer_offsets partition gets its marker through the offsets store,
@@ -99,7 +106,7 @@ func (b *Broker) writeMarkers(producerID int64, epoch int16, commit bool, tps []
 		if p == nil {
 			continue
 		}
-		res, err := p.AppendMarker(producerID, epoch, commit, 0, nowMs)
+		res, err := p.AppendMarker(producerID, epoch, commit, ownCoordinatorEpoch, nowMs)
 		if err != nil {
 			failed = append(failed, tp)
 			if firstErr == nil {
@@ -138,5 +145,5 @@ func (b *Broker) writeMarkers(producerID int64, epoch int16, commit bool, tps []
 		finish(err)
 		return
 	}
-	store.CompleteTxn(offsetsParts, producerID, epoch, commit, finish)
+	store.CompleteTxn(offsetsParts, producerID, epoch, ownCoordinatorEpoch, commit, finish)
 }

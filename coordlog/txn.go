@@ -29,8 +29,11 @@ func (l *Log[R]) WriteTxn(part int, producerID int64, epoch int16, recs []R, don
 
 // WriteMarker appends the end-transaction marker of the producer to
 // partition part and, once durable, applies it (TxnState.ApplyMarker) in
-// log order; done as for Write.
-func (l *Log[R]) WriteMarker(part int, producerID int64, epoch int16, commit bool, done func(error)) {
+// log order; done as for Write. coordinatorEpoch is the epoch of the
+// transaction coordinator that decided the transaction (0 for this
+// broker's own; a WriteTxnMarkers request carries the sender's), which the
+// partition checks against the last marker's (TRANSACTION_COORDINATOR_FENCED).
+func (l *Log[R]) WriteMarker(part int, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, done func(error)) {
 	if done == nil {
 		done = func(error) {}
 	}
@@ -41,7 +44,7 @@ func (l *Log[R]) WriteMarker(part int, producerID int64, epoch int16, commit boo
 		done(kerr.CoordinatorNotAvailable)
 		return
 	}
-	res, err := p.AppendMarker(producerID, epoch, commit, 0, time.Now().UnixMilli())
+	res, err := p.AppendMarker(producerID, epoch, commit, coordinatorEpoch, time.Now().UnixMilli())
 	if err != nil {
 		l.mu.Unlock()
 		done(fmt.Errorf("%s: write marker to %s-%d: %w", l.cfg.Name, p.Topic(), p.Index(), err))

@@ -498,6 +498,18 @@ func hostileRequest(key int16, env *hostileEnv, rng *rand.Rand) kmsg.Request {
 		r := kmsg.NewPtrEndTxnRequest()
 		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = txnID(), pidOf(), int16(rng.IntN(3)), rng.IntN(2) == 0
 		return r
+	case 27: // WriteTxnMarkers
+		r := kmsg.NewPtrWriteTxnMarkersRequest()
+		for range rng.IntN(3) {
+			m := kmsg.NewWriteTxnMarkersRequestMarker()
+			m.ProducerID, m.ProducerEpoch, m.Committed = pidOf(), int16(rng.IntN(3)), rng.IntN(2) == 0
+			m.CoordinatorEpoch = int32(rng.IntN(3)) - 1
+			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			t.Topic, t.Partitions = pick(append([]string{"__consumer_offsets", "__transaction_state"}, env.topics...)), []int32{part(), part()}
+			m.Topics = append(m.Topics, t)
+			r.Markers = append(r.Markers, m)
+		}
+		return r
 	case 28: // TxnOffsetCommit
 		r := kmsg.NewPtrTxnOffsetCommitRequest()
 		r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch = txnID(), group(), pidOf(), int16(rng.IntN(3))

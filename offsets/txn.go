@@ -20,7 +20,8 @@ func (s *Store) CommitTxn(group string, producerID int64, epoch int16, cs []Comm
 // partitions of __consumer_offsets and, once each is durable, makes the
 // transaction's offsets there visible (commit) or drops them (abort). done
 // hears nil when every marker is durable, else the first error.
-func (s *Store) CompleteTxn(parts []int32, producerID int64, epoch int16, commit bool, done func(error)) {
+// coordinatorEpoch is as for coordlog.Log.WriteMarker.
+func (s *Store) CompleteTxn(parts []int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, done func(error)) {
 	var valid []int
 	for _, p := range parts {
 		if p >= 0 && int(p) < s.log.Partitions() {
@@ -35,7 +36,7 @@ func (s *Store) CompleteTxn(parts []int32, producerID int64, epoch int16, commit
 	left := len(valid)
 	var errs []error
 	for _, p := range valid {
-		s.log.WriteMarker(p, producerID, epoch, commit, func(err error) {
+		s.log.WriteMarker(p, producerID, epoch, coordinatorEpoch, commit, func(err error) {
 			mu.Lock()
 			if err != nil {
 				errs = append(errs, err)

@@ -40,8 +40,8 @@ func TestTxnOffsetsAcrossRestarts(t *testing.T) {
 				e.want("g", map[TopicPartition]int64{{"t", 0}: 1})
 				e.commit("g", c("t", 0, 2)) // a plain commit after the transaction's
 				part := []int32{int32(coordlog.PartitionFor("g", 2))}
-				e.await("commit marker", func(done func(error)) { e.s.CompleteTxn(part, 7, 0, true, done) })
-				e.await("abort marker", func(done func(error)) { e.s.CompleteTxn(part, 8, 0, false, done) })
+				e.await("commit marker", func(done func(error)) { e.s.CompleteTxn(part, 7, 0, 0, true, done) })
+				e.await("abort marker", func(done func(error)) { e.s.CompleteTxn(part, 8, 0, 0, false, done) })
 				want := map[TopicPartition]int64{{"t", 0}: 50, {"t", 1}: 60}
 				e.want("g", want)
 				if err := e.s.Snapshot(); err != nil {
