@@ -14,7 +14,11 @@ func adminAPIs() []api {
 		{key: 33, min: 0, max: kmsgMax(33), handle: typed((*Broker).handleAlterConfigs)},
 		{key: 35, min: 0, max: kmsgMax(35), handle: typed((*Broker).handleDescribeLogDirs)},
 		{key: 37, min: 0, max: kmsgMax(37), handle: typed((*Broker).handleCreatePartitions)},
+		{key: 43, min: 0, max: kmsgMax(43), handle: typed((*Broker).handleElectLeaders)},
 		{key: 44, min: 0, max: kmsgMax(44), handle: typed((*Broker).handleIncrementalAlterConfigs)},
+		{key: 45, min: 0, max: kmsgMax(45), handle: typed((*Broker).handleAlterPartitionAssignments)},
+		{key: 46, min: 0, max: kmsgMax(46), handle: typed((*Broker).handleListPartitionReassignments)},
 		{key: 60, min: 0, max: kmsgMax(60), handle: typed((*Broker).handleDescribeCluster)},
+		{key: 75, min: 0, max: kmsgMax(75), handle: typed((*Broker).handleDescribeTopicPartitions)},
 	}
 }

@@ -102,6 +102,10 @@ type Config struct {
 	// a broker with many partitions cannot swamp Prometheus. 0 turns the
 	// per-partition series off.
 	MetricsPartitionSeriesMax int `kafka:"kbroker.metrics.partition.series.max"`
+	// MaxRequestPartitionSizeLimit is max.request.partition.size.limit:
+	// the most partitions one DescribeTopicPartitions response carries
+	// (KIP-966); a client that asks for more gets a cursor to page on.
+	MaxRequestPartitionSizeLimit int32 `kafka:"max.request.partition.size.limit"`
 	// ClusterID is reported in Metadata and DescribeCluster.
 	ClusterID string `kafka:"cluster.id"`
 	// SeedTopics are topics created at start (and again after a Reset)
@@ -177,30 +181,31 @@ type Config struct {
 // DefaultConfig returns the defaults of the kbroker command.
 func DefaultConfig() Config {
 	return Config{
-		Listen:                    "localhost:9092",
-		DataDir:                   "./kbroker-data",
-		FlushMode:                 "async",
-		SegmentBytes:              128 << 20,
-		DefaultPartitions:         1,
-		AutoCreateTopics:          true,
-		MaxRequestBytes:           100 << 20,
-		QueuedMaxRequestBytes:     256 << 20,
-		ConnectionsMaxIdle:        10 * time.Minute,
-		MaxConnections:            math.MaxInt32,
-		MaxConnectionsPerIP:       math.MaxInt32,
-		MaxInFlightPerConnection:  128,
-		MessageMaxBytes:           1048588,
-		RetentionMs:               7 * 24 * 3600 * 1000,
-		RetentionBytes:            -1,
-		RetentionCheckInterval:    5 * time.Minute,
-		SyncFlushTimeout:          5 * time.Second,
-		LogAppend:                 klog.AppendPwrite.String(),
-		LogWarm:                   klog.WarmFault.String(),
-		FetchSessionCacheSlots:    defaultFetchSessionSlots,
-		FetchCopyThreshold:        defaultFetchCopyThreshold,
-		MetricsPartitionSeriesMax: 1000,
-		ClusterID:                 "kbroker-cluster",
-		NodeID:                    0,
+		Listen:                       "localhost:9092",
+		DataDir:                      "./kbroker-data",
+		FlushMode:                    "async",
+		MaxRequestPartitionSizeLimit: 2000,
+		SegmentBytes:                 128 << 20,
+		DefaultPartitions:            1,
+		AutoCreateTopics:             true,
+		MaxRequestBytes:              100 << 20,
+		QueuedMaxRequestBytes:        256 << 20,
+		ConnectionsMaxIdle:           10 * time.Minute,
+		MaxConnections:               math.MaxInt32,
+		MaxConnectionsPerIP:          math.MaxInt32,
+		MaxInFlightPerConnection:     128,
+		MessageMaxBytes:              1048588,
+		RetentionMs:                  7 * 24 * 3600 * 1000,
+		RetentionBytes:               -1,
+		RetentionCheckInterval:       5 * time.Minute,
+		SyncFlushTimeout:             5 * time.Second,
+		LogAppend:                    klog.AppendPwrite.String(),
+		LogWarm:                      klog.WarmFault.String(),
+		FetchSessionCacheSlots:       defaultFetchSessionSlots,
+		FetchCopyThreshold:           defaultFetchCopyThreshold,
+		MetricsPartitionSeriesMax:    1000,
+		ClusterID:                    "kbroker-cluster",
+		NodeID:                       0,
 
 		GroupInitialRebalanceDelay:    0,
 		GroupMinSessionTimeout:        6 * time.Second,
@@ -267,6 +272,9 @@ func (c *Config) Validate() error {
 	}
 	if c.QueuedMaxRequestBytes < int64(c.MaxRequestBytes) {
 		errs = append(errs, fmt.Errorf("queued.max.request.bytes %d is below socket.request.max.bytes %d", c.QueuedMaxRequestBytes, c.MaxRequestBytes))
+	}
+	if c.MaxRequestPartitionSizeLimit < 1 {
+		errs = append(errs, fmt.Errorf("max.request.partition.size.limit %d must be at least 1", c.MaxRequestPartitionSizeLimit))
 	}
 	if c.ConnectionsMaxIdle <= 0 {
 		errs = append(errs, errors.New("connections.max.idle.ms must be positive"))

@@ -615,6 +615,46 @@ func hostileRequest(key int16, env *hostileEnv, rng *rand.Rand) kmsg.Request {
 		r := kmsg.NewPtrConsumerGroupDescribeRequest()
 		r.Groups = []string{group(), group()}
 		return r
+	case 43: // ElectLeaders
+		r := kmsg.NewPtrElectLeadersRequest()
+		r.ElectionType, r.TimeoutMillis = int8(rng.IntN(4))-1, 5000
+		if rng.IntN(3) > 0 {
+			t := kmsg.NewElectLeadersRequestTopic()
+			t.Topic, t.Partitions = topic(), []int32{part(), part()}
+			r.Topics = append(r.Topics, t)
+		}
+		return r
+	case 45: // AlterPartitionReassignments
+		r := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		r.TimeoutMillis, r.AllowReplicationFactorChange = 5000, rng.IntN(2) == 0
+		t := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+		t.Topic = topic()
+		p := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+		p.Partition = part()
+		p.Replicas = [][]int32{nil, {}, {0}, {0, 0}, {1, 0}, {-1}}[rng.IntN(6)]
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	case 46: // ListPartitionReassignments
+		r := kmsg.NewPtrListPartitionReassignmentsRequest()
+		if rng.IntN(2) == 0 {
+			t := kmsg.NewListPartitionReassignmentsRequestTopic()
+			t.Topic, t.Partitions = topic(), []int32{part()}
+			r.Topics = append(r.Topics, t)
+		}
+		return r
+	case 75: // DescribeTopicPartitions
+		r := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		r.ResponsePartitionLimit = int32(rng.IntN(5)) - 1
+		for range rng.IntN(3) {
+			t := kmsg.NewDescribeTopicPartitionsRequestTopic()
+			t.Topic = topic()
+			r.Topics = append(r.Topics, t)
+		}
+		if rng.IntN(2) == 0 {
+			r.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: topic(), Partition: int32(rng.IntN(5)) - 1}
+		}
+		return r
 	case 66: // ListTransactions
 		r := kmsg.NewPtrListTransactionsRequest()
 		if rng.IntN(2) == 0 {
