@@ -643,6 +643,17 @@ func hostileRequest(key int16, env *hostileEnv, rng *rand.Rand) kmsg.Request {
 			r.Topics = append(r.Topics, t)
 		}
 		return r
+	case 55: // DescribeQuorum
+		r := kmsg.NewPtrDescribeQuorumRequest()
+		t := kmsg.NewDescribeQuorumRequestTopic()
+		t.Topic = pick([]string{"__cluster_metadata", topic()})
+		for range rng.IntN(3) {
+			p := kmsg.NewDescribeQuorumRequestTopicPartition()
+			p.Partition = part() - 1
+			t.Partitions = append(t.Partitions, p)
+		}
+		r.Topics = append(r.Topics, t)
+		return r
 	case 75: // DescribeTopicPartitions
 		r := kmsg.NewPtrDescribeTopicPartitionsRequest()
 		r.ResponsePartitionLimit = int32(rng.IntN(5)) - 1
