@@ -19,6 +19,7 @@ func adminAPIs() []api {
 		{key: 45, min: 0, max: kmsgMax(45), handle: typed((*Broker).handleAlterPartitionAssignments)},
 		{key: 46, min: 0, max: kmsgMax(46), handle: typed((*Broker).handleListPartitionReassignments)},
 		{key: 55, min: 0, max: kmsgMax(55), handle: typed((*Broker).handleDescribeQuorum)},
+		{key: 57, min: 0, max: kmsgMax(57), handle: typed((*Broker).handleUpdateFeatures)},
 		{key: 60, min: 0, max: kmsgMax(60), handle: typed((*Broker).handleDescribeCluster)},
 		{key: 75, min: 0, max: kmsgMax(75), handle: typed((*Broker).handleDescribeTopicPartitions)},
 	}

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/kbroker/kbroker/cluster"
 	"github.com/kbroker/kbroker/fault"
 	"github.com/kbroker/kbroker/flush"
 	"github.com/kbroker/kbroker/group"
@@ -32,7 +33,10 @@ type Broker struct {
 	apis []api
 	idx  *apiIndex
 
-	topics   *topic.Registry
+	topics *topic.Registry
+	// cluster holds the settings admin requests change at run time:
+	// finalized features, client quotas, dynamic broker and group configs.
+	cluster  *cluster.Store
 	store    *partition.Store
 	pids     *partition.ProducerIDs
 	sessions *fetchSessions
@@ -120,6 +124,9 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open topics: %w", err)
 	}
 	b.topics = reg
+	if b.cluster, err = cluster.Open(filepath.Join(cfg.DataDir, "metadata")); err != nil {
+		return nil, fmt.Errorf("broker: open cluster state: %w", err)
+	}
 	if b.pids, err = partition.OpenProducerIDs(filepath.Join(cfg.DataDir, "metadata")); err != nil {
 		return nil, fmt.Errorf("broker: open producer ids: %w", err)
 	}

@@ -62,8 +62,10 @@ func (c *Config) consumerGroupConfig() consumer.Config {
 // consumerProtocol reports whether the consumer group protocol (KIP-848)
 // is served: ConsumerGroupHeartbeat and ConsumerGroupDescribe are
 // advertised, and answered with UNSUPPORTED_VERSION otherwise, as Kafka
-// does when it is off.
+// does when it is off. Like Kafka 4 it needs both the setting
+// (group.coordinator.rebalance.protocols lists consumer) and the
+// finalized feature group.version at 1 or above (UpdateFeatures).
 func (b *Broker) consumerProtocol() bool {
 	on, _ := b.cfg.consumerProtocolEnabled()
-	return on
+	return on && b.featureLevel(featureGroupVersion) >= 1
 }

@@ -1,7 +1,7 @@
 package broker
 
 // ApiVersions v0–v4 (KIP-35, KIP-511 client software name and version,
-// KIP-584 features). The list is generated from apiTable. An unsupported
+// KIP-584 features, v3+: features.go). The list is generated from apiTable. An unsupported
 // version is answered by the connection loop with UNSUPPORTED_VERSION in a
 // v0 body, as Kafka does, so that the client can retry with a version it
 // finds there.
@@ -17,7 +17,32 @@ func (b *Broker) handleApiVersions(c *conn, req *kmsg.ApiVersionsRequest) (resul
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	}
 	b.fillApiVersions(resp)
+	if req.Version >= 3 {
+		b.fillFeatures(resp)
+	}
 	return respond(resp)
+}
+
+// fillFeatures reports the supported features and the finalized levels
+// (features.go): a feature at level 0 is not finalized and left out, and
+// a finalized level is both the minimum and the maximum, as in KRaft.
+func (b *Broker) fillFeatures(resp *kmsg.ApiVersionsResponse) {
+	st := b.cluster.Load()
+	for _, f := range features {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = f.name, f.min, f.max
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		lvl := f.initial
+		if l, ok := st.Features[f.name]; ok {
+			lvl = l
+		}
+		if lvl > 0 {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.name, lvl, lvl
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
+	}
+	resp.FinalizedFeaturesEpoch = st.FeaturesEpoch
 }
 
 // fillApiVersions lists every served API key and version range, except

@@ -77,3 +77,47 @@ func requestFrame(req kmsg.Request, version int16, corr int32) []byte {
 	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 	return frame
 }
+
+// restartable is an in-process broker over a data directory that a test
+// stops and starts again; the running one is closed at cleanup.
+type restartable struct {
+	t       testing.TB
+	dir     string
+	edit    func(*Config)
+	running *InProcess
+}
+
+// newRestartable starts a broker on a fresh directory.
+func newRestartable(t testing.TB, edit func(*Config)) *restartable {
+	t.Helper()
+	r := &restartable{t: t, dir: t.TempDir(), edit: edit}
+	t.Cleanup(func() {
+		if r.running != nil {
+			if err := r.running.Close(); err != nil {
+				t.Errorf("close broker: %v", err)
+			}
+		}
+	})
+	r.start()
+	return r
+}
+
+func (r *restartable) start() *InProcess {
+	r.t.Helper()
+	ip, err := StartInProcess(r.dir, r.edit, WithLogger(zaptest.NewLogger(r.t)))
+	if err != nil {
+		r.t.Fatalf("start broker: %v", err)
+	}
+	r.running = ip
+	return ip
+}
+
+// restart stops the running broker and starts a new one on the same data.
+func (r *restartable) restart() *InProcess {
+	r.t.Helper()
+	if err := r.running.Close(); err != nil {
+		r.t.Fatalf("close broker: %v", err)
+	}
+	r.running = nil
+	return r.start()
+}

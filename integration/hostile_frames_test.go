@@ -654,6 +654,14 @@ func hostileRequest(key int16, env *hostileEnv, rng *rand.Rand) kmsg.Request {
 		}
 		r.Topics = append(r.Topics, t)
 		return r
+	case 57: // UpdateFeatures
+		r := kmsg.NewPtrUpdateFeaturesRequest()
+		r.TimeoutMillis, r.ValidateOnly = 5000, rng.IntN(4) > 0 // mostly validate-only: changes would leak into other requests
+		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		u.Feature = pick([]string{"metadata.version", "group.version", "eligible.leader.replicas.version", "transaction.version", "nope"})
+		u.MaxVersionLevel, u.UpgradeType, u.AllowDowngrade = int16(rng.IntN(30))-2, int8(rng.IntN(5)), rng.IntN(2) == 0
+		r.FeatureUpdates = append(r.FeatureUpdates, u)
+		return r
 	case 75: // DescribeTopicPartitions
 		r := kmsg.NewPtrDescribeTopicPartitionsRequest()
 		r.ResponsePartitionLimit = int32(rng.IntN(5)) - 1
