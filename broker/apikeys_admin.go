@@ -18,6 +18,8 @@ func adminAPIs() []api {
 		{key: 44, min: 0, max: kmsgMax(44), handle: typed((*Broker).handleIncrementalAlterConfigs)},
 		{key: 45, min: 0, max: kmsgMax(45), handle: typed((*Broker).handleAlterPartitionAssignments)},
 		{key: 46, min: 0, max: kmsgMax(46), handle: typed((*Broker).handleListPartitionReassignments)},
+		{key: 48, min: 0, max: kmsgMax(48), handle: typed((*Broker).handleDescribeClientQuotas)},
+		{key: 49, min: 0, max: kmsgMax(49), handle: typed((*Broker).handleAlterClientQuotas)},
 		{key: 55, min: 0, max: kmsgMax(55), handle: typed((*Broker).handleDescribeQuorum)},
 		{key: 57, min: 0, max: kmsgMax(57), handle: typed((*Broker).handleUpdateFeatures)},
 		{key: 60, min: 0, max: kmsgMax(60), handle: typed((*Broker).handleDescribeCluster)},

@@ -643,6 +643,38 @@ func hostileRequest(key int16, env *hostileEnv, rng *rand.Rand) kmsg.Request {
 			r.Topics = append(r.Topics, t)
 		}
 		return r
+	case 48: // DescribeClientQuotas
+		r := kmsg.NewPtrDescribeClientQuotasRequest()
+		r.Strict = rng.IntN(2) == 0
+		for range rng.IntN(3) {
+			c := kmsg.NewDescribeClientQuotasRequestComponent()
+			c.EntityType = pick([]string{"user", "client-id", "ip", "", "group"})
+			c.MatchType = kmsg.QuotasMatchType(rng.IntN(4))
+			if rng.IntN(2) == 0 {
+				c.Match = kmsg.StringPtr(pick([]string{"alice", "", "10.0.0.1"}))
+			}
+			r.Components = append(r.Components, c)
+		}
+		return r
+	case 49: // AlterClientQuotas
+		r := kmsg.NewPtrAlterClientQuotasRequest()
+		r.ValidateOnly = rng.IntN(2) == 0
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		for range rng.IntN(3) {
+			en := kmsg.NewAlterClientQuotasRequestEntryEntity()
+			en.Type = pick([]string{"user", "client-id", "ip", "group"})
+			if rng.IntN(3) > 0 {
+				en.Name = kmsg.StringPtr(pick([]string{"alice", "", "10.0.0.1", "h-0"}))
+			}
+			e.Entity = append(e.Entity, en)
+		}
+		op := kmsg.NewAlterClientQuotasRequestEntryOp()
+		op.Key = pick([]string{"producer_byte_rate", "request_percentage", "connection_creation_rate", "nope"})
+		op.Value = []float64{1, 0, -1, 1.5, math.Inf(1), math.NaN(), 1e300}[rng.IntN(7)]
+		op.Remove = rng.IntN(4) == 0
+		e.Ops = append(e.Ops, op)
+		r.Entries = append(r.Entries, e)
+		return r
 	case 55: // DescribeQuorum
 		r := kmsg.NewPtrDescribeQuorumRequest()
 		t := kmsg.NewDescribeQuorumRequestTopic()
