@@ -260,6 +260,15 @@ func (c Configs) Equal(o Configs) bool {
 	return maps.Equal(c.set, o.set)
 }
 
+// sameEffective reports whether c and o resolve to the same values, which
+// differs from Equal when the broker defaults changed (SetDefaults).
+func (c Configs) sameEffective(o Configs) bool {
+	return c.retentionMs == o.retentionMs && c.retentionBytes == o.retentionBytes &&
+		c.maxMessageBytes == o.maxMessageBytes && c.timestampType == o.timestampType &&
+		c.timestampBeforeMaxMs == o.timestampBeforeMaxMs && c.timestampAfterMaxMs == o.timestampAfterMaxMs &&
+		c.cleanupPolicy == o.cleanupPolicy
+}
+
 // OpType is an IncrementalAlterConfigs operation; the values are the wire's
 // (kmsg.IncrementalAlterConfigOp), so a handler converts with a cast.
 type OpType int8

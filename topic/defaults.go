@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Defaults are the broker-level settings a topic inherits for every config
@@ -47,6 +49,12 @@ type Defaults struct {
 	// inheriting one of them reports STATIC_BROKER_CONFIG as its source in
 	// DescribeConfigs; otherwise DEFAULT_CONFIG, as Kafka's ConfigHelper.
 	Explicit map[string]bool
+	// Dynamic holds the broker properties set at run time (dynamic broker
+	// configs), by Kafka name, with their source:
+	// DYNAMIC_BROKER_CONFIG for this broker's, DYNAMIC_DEFAULT_BROKER_CONFIG
+	// for the cluster-wide default. A topic inheriting one reports that
+	// source; it wins over Explicit, as in Kafka.
+	Dynamic map[string]kmsg.ConfigSource
 }
 
 // KafkaDefaults returns Kafka 4.x's built-in broker defaults (LogConfig,
@@ -96,6 +104,20 @@ func (d Defaults) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// dynamic returns the source of a dynamic broker config the config
+// inherits from, if there is one.
+func (d *Defaults) dynamic(def *Definition) (kmsg.ConfigSource, bool) {
+	if def.fromDefaults == nil {
+		return 0, false
+	}
+	for _, s := range def.Synonyms {
+		if src, ok := d.Dynamic[s]; ok {
+			return src, true
+		}
+	}
+	return 0, false
 }
 
 // explicit reports whether the operator set a broker property the config

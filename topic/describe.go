@@ -58,7 +58,9 @@ func (c Configs) Describe(defaults Defaults) []ConfigEntry {
 		}
 		if len(def.Synonyms) > 0 {
 			src := kmsg.ConfigSourceDefaultConfig
-			if defaults.explicit(def) {
+			if dyn, ok := defaults.dynamic(def); ok {
+				src = dyn
+			} else if defaults.explicit(def) {
 				src = kmsg.ConfigSourceStaticBrokerConfig
 			}
 			e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: def.Synonyms[0], Value: def.inherited(&defaults), Source: src})

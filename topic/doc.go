@@ -22,9 +22,11 @@
 // message.timestamp.difference.max.ms which Kafka 4.0 removed, are
 // INVALID_CONFIG. A topic stores only the values set on it
 // (DYNAMIC_TOPIC_CONFIG); the rest it inherits from the broker's Defaults
-// (STATIC_BROKER_CONFIG when the operator set the property, DEFAULT_CONFIG
-// otherwise), so a changed broker default reaches every topic that does not
-// override it, after a restart.
+// (DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG when set at run
+// time, STATIC_BROKER_CONFIG when the operator set the property,
+// DEFAULT_CONFIG otherwise), so a changed broker default reaches every
+// topic that does not override it: at once through SetDefaults, or after a
+// restart for a changed config file.
 //
 // # Which configs kbroker applies
 //
@@ -92,6 +94,6 @@
 //   - DescribeConfigs names a config's broker synonym by its first name
 //     (log.retention.ms) with the value in that unit, where Kafka lists each
 //     synonym the operator set (log.retention.hours=168).
-//   - Broker defaults are fixed while the registry is open: kbroker has no
-//     dynamic broker configs yet.
+//   - Broker defaults change at run time only through SetDefaults (the
+//     broker's dynamic broker configs); every topic is then re-resolved.
 package topic

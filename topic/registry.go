@@ -52,7 +52,9 @@ func WithOnChange(fn func(old, new *Topic)) Option {
 //
 // One Registry owns a directory; two processes must not open the same one.
 type Registry struct {
-	dir      string
+	dir string
+	// defaults are the broker-level values topics inherit; guarded by mu
+	// (SetDefaults changes them at run time).
 	defaults Defaults
 	onChange func(old, new *Topic) // set at Open, then read-only
 
@@ -132,6 +134,8 @@ func Open(dir string, defaults Defaults, opts ...Option) (*Registry, error) {
 
 // Defaults returns the broker-level defaults the registry resolves topics with.
 func (r *Registry) Defaults() Defaults {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	d := r.defaults
 	d.Explicit = maps.Clone(d.Explicit)
 	return d
@@ -390,7 +394,46 @@ func (r *Registry) DescribeConfigs(name string) ([]ConfigEntry, error) {
 	if !ok {
 		return nil, errorf(kerr.UnknownTopicOrPartition, "topic '%s' does not exist", name)
 	}
-	return t.Configs.Describe(r.defaults), nil
+	return t.Configs.Describe(r.Defaults()), nil
+}
+
+// SetDefaults replaces the broker-level defaults at run time (dynamic
+// broker configs: AlterConfigs on the BROKER resource, as Kafka's
+// DynamicLogConfig) and re-resolves every topic: a topic that does not
+// override a changed config takes the new value at once, and OnChange hears
+// of every topic whose effective configs changed, so partitions apply them.
+// The topics file holds only overrides, so nothing is written. defaults
+// must pass Defaults.Validate.
+func (r *Registry) SetDefaults(defaults Defaults) error {
+	if err := defaults.Validate(); err != nil {
+		return err
+	}
+	defaults.Explicit = maps.Clone(defaults.Explicit)
+	defaults.Dynamic = maps.Clone(defaults.Dynamic)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.defaults = defaults
+	s := r.state.Load()
+	next := emptySnapshot()
+	type change struct{ old, nu *Topic }
+	var changes []change
+	for _, t := range s.sorted {
+		nu := *t
+		nu.Configs = resolve(t.Configs.set, &r.defaults)
+		if nu.Configs.sameEffective(t.Configs) {
+			next.add(t)
+			continue
+		}
+		next.add(&nu)
+		changes = append(changes, change{t, &nu})
+	}
+	r.state.Store(next)
+	if r.onChange != nil {
+		for _, c := range changes {
+			r.onChange(copyTopic(c.old), copyTopic(c.nu))
+		}
+	}
+	return nil
 }
 
 // commitLocked makes the state with old replaced by nu durable, publishes
