@@ -67,6 +67,10 @@ type Broker struct {
 		perIP    map[string]int // open connections by remote IP
 		shutdown bool
 	}
+	// maxConns and maxConnsPerIP are max.connections and
+	// max.connections.per.ip, which dynamic broker configs change at run
+	// time (dynamic_config.go).
+	maxConns, maxConnsPerIP atomic.Int64
 	// refused counts connections closed at accept by max.connections or
 	// max.connections.per.ip.
 	refused atomic.Int64
@@ -112,20 +116,29 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	b.mu.conns = map[*conn]struct{}{}
 	b.mu.perIP = map[string]int{}
 
-	defaults := topic.KafkaDefaults()
-	defaults.NumPartitions = cfg.DefaultPartitions
-	defaults.RetentionMs = cfg.RetentionMs
-	defaults.RetentionBytes = cfg.RetentionBytes
-	defaults.MaxMessageBytes = int32(cfg.MessageMaxBytes)
-	defaults.SegmentBytes = int32(cfg.SegmentBytes)
-	defaults.Explicit = cfg.changedProperties()
+	b.maxConns.Store(int64(cfg.MaxConnections))
+	b.maxConnsPerIP.Store(int64(cfg.MaxConnectionsPerIP))
+	var err error
+	if b.cluster, err = cluster.Open(filepath.Join(cfg.DataDir, "metadata")); err != nil {
+		return nil, fmt.Errorf("broker: open cluster state: %w", err)
+	}
+	defaults, err := b.topicDefaults(b.cluster.Load())
+	if err != nil {
+		// Kafka too starts with a dynamic config it cannot apply, and
+		// says so.
+		b.lg.Warn("dynamic broker configs not applied", zap.Error(err))
+		defaults, err = b.topicDefaults(&cluster.State{})
+		if err != nil {
+			return nil, fmt.Errorf("broker: topic defaults: %w", err)
+		}
+	}
 	reg, err := topic.Open(filepath.Join(cfg.DataDir, "metadata"), defaults, topic.WithOnChange(b.onTopicChange))
 	if err != nil {
 		return nil, fmt.Errorf("broker: open topics: %w", err)
 	}
 	b.topics = reg
-	if b.cluster, err = cluster.Open(filepath.Join(cfg.DataDir, "metadata")); err != nil {
-		return nil, fmt.Errorf("broker: open cluster state: %w", err)
+	if err := b.applyDynamicConfigs(b.cluster.Load()); err != nil {
+		b.lg.Warn("dynamic broker configs not applied", zap.Error(err)) // the static values stay
 	}
 	if b.pids, err = partition.OpenProducerIDs(filepath.Join(cfg.DataDir, "metadata")); err != nil {
 		return nil, fmt.Errorf("broker: open producer ids: %w", err)
@@ -318,10 +331,10 @@ func (b *Broker) acceptLoop() {
 // tells the client at once rather than leaving it in the backlog).
 func (b *Broker) overLimitLocked(ip string) string {
 	switch {
-	case len(b.mu.conns) >= b.cfg.MaxConnections:
-		return fmt.Sprintf("the broker has the configured maximum of %d connections (max.connections)", b.cfg.MaxConnections)
-	case b.mu.perIP[ip] >= b.cfg.MaxConnectionsPerIP:
-		return fmt.Sprintf("%s has the configured maximum of %d connections (max.connections.per.ip)", ip, b.cfg.MaxConnectionsPerIP)
+	case int64(len(b.mu.conns)) >= b.maxConns.Load():
+		return fmt.Sprintf("the broker has the configured maximum of %d connections (max.connections)", b.maxConns.Load())
+	case int64(b.mu.perIP[ip]) >= b.maxConnsPerIP.Load():
+		return fmt.Sprintf("%s has the configured maximum of %d connections (max.connections.per.ip)", ip, b.maxConnsPerIP.Load())
 	}
 	return ""
 }

@@ -9,18 +9,19 @@ package broker
 // config overrides with the ones given (topic.Registry.AlterConfigs: a
 // config left out returns to its default; null values INVALID_REQUEST;
 // unknown names and bad values INVALID_CONFIG; a missing topic
-// UNKNOWN_TOPIC_OR_PARTITION). BROKER resources (the empty name or this
-// broker's id, else INVALID_REQUEST) accept no change: kbroker has no
-// dynamic broker configs, and Kafka answers a change to a config that is
-// not dynamic with INVALID_REQUEST "Cannot update these configs
-// dynamically" (KAFKA-13609 keeps that code); an empty change succeeds.
-// Other resource types are INVALID_REQUEST. ValidateOnly checks and
-// changes nothing.
+// UNKNOWN_TOPIC_OR_PARTITION). BROKER resources (the empty name for the
+// cluster-wide default or this broker's id, else INVALID_REQUEST) replace
+// that resource's dynamic broker configs with the ones given
+// (dynamic_config.go): a config that is not dynamic is INVALID_REQUEST
+// "Cannot update these configs dynamically" (KAFKA-13609 keeps that code),
+// a bad value INVALID_CONFIG. Other resource types are INVALID_REQUEST.
+// ValidateOnly checks and changes nothing.
 //
 // Deviations from Apache Kafka:
-//   - No broker config is dynamic, so every broker change is refused
-//     (Kafka accepts its dynamic ones, and names it does not know).
-//   - CLIENT_METRICS and GROUP resources are not supported.
+//   - Only the dynamic broker configs kbroker applies are accepted
+//     (dynamic_config.go); Kafka also accepts names it does not know.
+//   - CLIENT_METRICS and GROUP resources are not supported here (GROUP is
+//     served by IncrementalAlterConfigs, as in Kafka 4).
 //
 // Versions: v1 throttle; v2 flexible.
 
@@ -87,14 +88,18 @@ func (b *Broker) alterConfigs(c *conn, rr *kmsg.AlterConfigsRequestResource, val
 		if nulls != nil {
 			return &topic.Error{Code: kerr.InvalidRequest, Detail: "Null value not supported for : " + strings.Join(nulls, ", ")}
 		}
-		return b.alterBrokerConfigs(rr.ResourceName, names)
+		ops := make([]brokerConfigOp, len(rr.Configs))
+		for i, cf := range rr.Configs {
+			ops[i] = brokerConfigOp{name: cf.Name, value: cf.Value}
+		}
+		return b.alterBrokerConfigs(rr.ResourceName, ops, true, validateOnly)
 	}
 	return unknownResourceType(rr.ResourceType)
 }
 
 // alterBrokerConfigs refuses to change broker configs (names), after
 // checking that the resource names this broker or the cluster default.
-func (b *Broker) alterBrokerConfigs(resource string, names []string) error {
+func (b *Broker) alterBrokerConfigs(resource string, ops []brokerConfigOp, replace, validateOnly bool) error {
 	if resource != "" {
 		id, err := strconv.ParseInt(resource, 10, 32)
 		if err != nil {
@@ -105,15 +110,9 @@ func (b *Broker) alterBrokerConfigs(resource string, names []string) error {
 				"Unexpected broker id, expected %d, but received %s", b.cfg.NodeID, resource)}
 		}
 	}
-	if len(names) == 0 {
-		return nil
-	}
-	return &topic.Error{Code: kerr.InvalidRequest, Detail: fmt.Sprintf(
-		"Cannot update these configs dynamically: %s (kbroker has no dynamic broker configs; set them in the config file and restart)",
-		strings.Join(names, ", "))}
+	return b.alterDynamicBrokerConfigs(resource, ops, replace, validateOnly)
 }
 
-// resourceKey identifies a config resource for duplicate detection.
 func resourceKey(t kmsg.ConfigResourceType, name string) string {
 	return strconv.Itoa(int(t)) + "/" + name
 }

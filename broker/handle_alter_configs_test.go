@@ -83,7 +83,9 @@ func TestAlterConfigsBroker(t *testing.T) {
 		msg  string
 	}{
 		{"0", []string{"num.partitions", "3"}, kerr.InvalidRequest, "Cannot update these configs dynamically: num.partitions"},
-		{"", []string{"log.retention.ms", "1"}, kerr.InvalidRequest, "Cannot update these configs dynamically"},
+		{"", []string{"log.retention.ms", "x"}, kerr.InvalidConfig, "Invalid value x for configuration log.retention.ms: Not a number of type LONG"},
+		{"0", []string{"max.connections", "-1"}, kerr.InvalidConfig, "Value must be at least 0"},
+		{"0", []string{"message.max.bytes", "3000000000"}, kerr.InvalidConfig, "Not a number of type INT"},
 		{"0", nil, nil, ""},
 		{"", nil, nil, ""},
 		{"5", nil, kerr.InvalidRequest, "Unexpected broker id, expected 0, but received 5"},

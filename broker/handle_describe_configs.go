@@ -6,11 +6,16 @@ package broker
 // its effective value and source; an invalid name is
 // INVALID_TOPIC_EXCEPTION, a missing topic UNKNOWN_TOPIC_OR_PARTITION.
 // BROKER resources: named by this broker's id, every setting of Config
-// (Config.Properties, by Kafka property name), read-only since kbroker has
-// no dynamic broker configs, with source STATIC_BROKER_CONFIG when it
-// differs from kbroker's built-in default (DefaultConfig) and
-// DEFAULT_CONFIG otherwise. The empty name asks, as in Kafka, for the
-// cluster-wide dynamic defaults, of which there are none: an empty list.
+// (Config.Properties, by Kafka property name) and the Kafka properties
+// admin tools read that describe kbroker (reportedBrokerConfigs:
+// inter.broker.protocol.version, delete.topic.enable,
+// default.replication.factor, ...). The dynamic ones (dynamic_config.go)
+// are writable and report DYNAMIC_BROKER_CONFIG or
+// DYNAMIC_DEFAULT_BROKER_CONFIG when set at run time; the rest are
+// read-only, STATIC_BROKER_CONFIG when differing from kbroker's built-in
+// default (DefaultConfig), else DEFAULT_CONFIG. Synonyms list the sources
+// most specific first, as Kafka. The empty name asks, as in Kafka, for the
+// cluster-wide dynamic defaults that are set.
 // Another id, or a name that is not a number, is INVALID_REQUEST with
 // Kafka's message. Other resource types (BROKER_LOGGER, CLIENT_METRICS,
 // GROUP) are INVALID_REQUEST per resource. ConfigNames, when neither null
@@ -19,9 +24,8 @@ package broker
 //
 // Deviations from Apache Kafka:
 //   - Broker configs are kbroker's Config settings, some of them named
-//     kbroker.*, not Kafka's ~400 broker properties; they have no
-//     documentation and their only synonyms are themselves (the set value
-//     and the default).
+//     kbroker.*, and a few reported Kafka properties, not Kafka's ~400;
+//     they have no documentation and their only synonyms are themselves.
 //   - A topic config's broker synonym is named by its first name
 //     (log.retention.ms), see topic.Configs.Describe.
 //   - v0's is_default is set (source is DEFAULT_CONFIG, or for a topic,
@@ -33,6 +37,7 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -119,10 +124,26 @@ func configSynonym(name, value string, src kmsg.ConfigSource, sensitive bool) km
 	return s
 }
 
-// describeBrokerConfigs lists the broker's settings.
+// describeBrokerConfigs lists the broker's settings, or for the empty
+// name the cluster-wide dynamic defaults set (dynamic_config.go).
 func (b *Broker) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, rr *kmsg.DescribeConfigsRequestResource) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+	st := b.cluster.Load()
 	if rr.ResourceName == "" {
-		return []kmsg.DescribeConfigsResponseResourceConfig{}, nil // no dynamic defaults
+		defaults := st.BrokerConfigs[""]
+		out := []kmsg.DescribeConfigsResponseResourceConfig{}
+		for _, name := range slices.Sorted(maps.Keys(defaults)) {
+			if !wanted(rr, name) {
+				continue
+			}
+			rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+			rc.Name, rc.Value = name, kmsg.StringPtr(defaults[name])
+			rc.Source, rc.ConfigType = kmsg.ConfigSourceDynamicDefaultBrokerConfig, dynamicBrokerConfigs[name].typ
+			if req.IncludeSynonyms {
+				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(name, defaults[name], rc.Source, false))
+			}
+			out = append(out, rc)
+		}
+		return out, nil
 	}
 	id, err := strconv.ParseInt(rr.ResourceName, 10, 32)
 	if err != nil {
@@ -132,6 +153,7 @@ func (b *Broker) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, rr *kms
 		return nil, &topic.Error{Code: kerr.InvalidRequest, Detail: fmt.Sprintf(
 			"Unexpected broker id, expected %d or empty string, but received %s", b.cfg.NodeID, rr.ResourceName)}
 	}
+	perBroker, clusterWide := st.BrokerConfigs[b.brokerResourceKey()], st.BrokerConfigs[""]
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, bc := range b.brokerConfigs() {
 		if !wanted(rr, bc.name) {
@@ -140,23 +162,55 @@ func (b *Broker) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, rr *kms
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 		rc.Name = bc.name
 		rc.Value = kmsg.StringPtr(bc.value)
-		rc.ReadOnly = true
-		rc.Source = kmsg.ConfigSourceDefaultConfig
+		_, dynamic := dynamicBrokerConfigs[bc.name]
+		rc.ReadOnly = !dynamic
+		static := kmsg.ConfigSourceDefaultConfig
 		if bc.value != bc.def {
-			rc.Source = kmsg.ConfigSourceStaticBrokerConfig
+			static = kmsg.ConfigSourceStaticBrokerConfig
 		}
+		// Kafka's synonyms, most specific first; the first is the value.
+		var syns []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+		if v, ok := perBroker[bc.name]; ok {
+			syns = append(syns, configSynonym(bc.name, v, kmsg.ConfigSourceDynamicBrokerConfig, false))
+		}
+		if v, ok := clusterWide[bc.name]; ok {
+			syns = append(syns, configSynonym(bc.name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, false))
+		}
+		if static == kmsg.ConfigSourceStaticBrokerConfig {
+			syns = append(syns, configSynonym(bc.name, bc.value, static, false))
+		}
+		syns = append(syns, configSynonym(bc.name, bc.def, kmsg.ConfigSourceDefaultConfig, false))
+		rc.Value, rc.Source = syns[0].Value, syns[0].Source
 		rc.IsDefault = rc.Source == kmsg.ConfigSourceDefaultConfig
 		rc.ConfigType = bc.typ
 		if req.IncludeSynonyms {
-			// Kafka lists the set value, then the default.
-			if rc.Source == kmsg.ConfigSourceStaticBrokerConfig {
-				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(bc.name, bc.value, rc.Source, false))
-			}
-			rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(bc.name, bc.def, kmsg.ConfigSourceDefaultConfig, false))
+			rc.ConfigSynonyms = syns
 		}
 		out = append(out, rc)
 	}
 	return out, nil
+}
+
+// reportedBrokerConfigs are Kafka broker properties that kbroker has no
+// setting for but admin tools read to decide what they may do; they are
+// reported with the value that describes kbroker (read-only, as their
+// built-in default).
+var reportedBrokerConfigs = []brokerConfig{
+	{name: "inter.broker.protocol.version", value: interBrokerProtocolVersion, typ: kmsg.ConfigTypeString},
+	{name: "delete.topic.enable", value: "true", typ: kmsg.ConfigTypeBoolean},
+	{name: "default.replication.factor", value: "1", typ: kmsg.ConfigTypeInt},
+	{name: "min.insync.replicas", value: "1", typ: kmsg.ConfigTypeInt},
+	{name: "offsets.topic.replication.factor", value: "1", typ: kmsg.ConfigTypeShort},
+	{name: "transaction.state.log.replication.factor", value: "1", typ: kmsg.ConfigTypeShort},
+	{name: "transaction.state.log.min.isr", value: "1", typ: kmsg.ConfigTypeInt},
+	{name: "unclean.leader.election.enable", value: "false", typ: kmsg.ConfigTypeBoolean},
+	{name: "auto.leader.rebalance.enable", value: "false", typ: kmsg.ConfigTypeBoolean},
+	// No log cleaner: cleanup.policy=compact is refused (README).
+	{name: "log.cleaner.enable", value: "false", typ: kmsg.ConfigTypeBoolean},
+	{name: "process.roles", value: "broker,controller", typ: kmsg.ConfigTypeList},
+	{name: "log.cleanup.policy", value: "delete", typ: kmsg.ConfigTypeList},
+	{name: "compression.type", value: "producer", typ: kmsg.ConfigTypeString},
+	{name: "log.message.timestamp.type", value: "CreateTime", typ: kmsg.ConfigTypeString},
 }
 
 // brokerConfig is one broker setting as DescribeConfigs shows it.
@@ -177,6 +231,10 @@ func (b *Broker) brokerConfigs() []brokerConfig {
 	var out []brokerConfig
 	for _, p := range b.cfg.Properties() {
 		out = append(out, brokerConfig{name: p[0], value: p[1], def: def[p[0]], typ: types[p[0]]})
+	}
+	for _, rc := range reportedBrokerConfigs {
+		rc.def = rc.value
+		out = append(out, rc)
 	}
 	slices.SortFunc(out, func(x, y brokerConfig) int { return strings.Compare(x.name, y.name) })
 	return out

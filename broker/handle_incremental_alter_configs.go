@@ -10,16 +10,16 @@ package broker
 // unknown operation or a null value other than for DELETE is
 // INVALID_REQUEST; APPEND/SUBTRACT on a non-list, unknown names and bad
 // values INVALID_CONFIG; a missing topic UNKNOWN_TOPIC_OR_PARTITION).
-// BROKER resources (the empty name or this broker's id) accept only DELETE,
-// which changes nothing since kbroker has no dynamic broker configs; any
-// other operation is INVALID_REQUEST "Cannot update these configs
-// dynamically", as Kafka answers for a config that is not dynamic. Other
-// resource types are INVALID_REQUEST. ValidateOnly checks and changes
-// nothing.
+// BROKER resources (the empty name for the cluster-wide default or this
+// broker's id) SET and DELETE dynamic broker configs (dynamic_config.go);
+// setting a config that is not dynamic is INVALID_REQUEST "Cannot update
+// these configs dynamically", as Kafka answers, and APPEND/SUBTRACT on a
+// dynamic one (none is a list) INVALID_CONFIG. Other resource types are
+// INVALID_REQUEST. ValidateOnly checks and changes nothing.
 //
 // Deviations from Apache Kafka:
-//   - No broker config is dynamic (see AlterConfigs).
-//   - BROKER_LOGGER, CLIENT_METRICS and GROUP resources are not supported.
+//   - Only the dynamic broker configs kbroker applies (see AlterConfigs).
+//   - BROKER_LOGGER and CLIENT_METRICS resources are not supported.
 //
 // Versions: v1 flexible.
 
@@ -71,39 +71,57 @@ func (b *Broker) incrementalAlterConfigs(c *conn, rr *kmsg.IncrementalAlterConfi
 		}
 		return err
 	case kmsg.ConfigResourceTypeBroker:
-		changed, err := brokerConfigChanges(rr.Configs)
+		ops, err := brokerConfigOps(rr.Configs)
 		if err != nil {
 			return err
 		}
-		return b.alterBrokerConfigs(rr.ResourceName, changed)
+		return b.alterBrokerConfigs(rr.ResourceName, ops, false, validateOnly)
 	}
 	return unknownResourceType(rr.ResourceType)
 }
 
-// brokerConfigChanges checks the operations of a BROKER resource as
-// ConfigAdminManager.preprocess does and returns the names of those that
-// would change something: all but DELETE, since nothing is set dynamically.
-func brokerConfigChanges(configs []kmsg.IncrementalAlterConfigsRequestResourceConfig) ([]string, error) {
+// brokerConfigOps checks the operations of a BROKER resource as
+// ConfigAdminManager.preprocess and prepareIncrementalConfigs do and turns
+// them into sets and deletes: a config named twice, an unknown operation
+// or a null value other than for DELETE is INVALID_REQUEST; APPEND and
+// SUBTRACT are for LIST configs, and no dynamic broker config is one
+// (INVALID_CONFIG).
+func brokerConfigOps(configs []kmsg.IncrementalAlterConfigsRequestResourceConfig) ([]brokerConfigOp, error) {
 	seen := make(map[string]bool, len(configs))
-	var nulls, changed []string
+	var nulls []string
+	ops := make([]brokerConfigOp, 0, len(configs))
 	for _, cf := range configs {
 		if seen[cf.Name] {
 			return nil, errDuplicateConfig
 		}
 		seen[cf.Name] = true
-		if cf.Op < kmsg.IncrementalAlterConfigOpSet || cf.Op > kmsg.IncrementalAlterConfigOpSubtract {
-			return nil, &topic.Error{Code: kerr.InvalidRequest, Detail: fmt.Sprintf("Unknown operations type %d", int8(cf.Op))}
-		}
-		if cf.Op == kmsg.IncrementalAlterConfigOpDelete {
+		switch cf.Op {
+		case kmsg.IncrementalAlterConfigOpDelete:
+			ops = append(ops, brokerConfigOp{name: cf.Name})
 			continue
+		case kmsg.IncrementalAlterConfigOpSet:
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			if _, dynamic := dynamicBrokerConfigs[cf.Name]; dynamic {
+				word := "append"
+				if cf.Op == kmsg.IncrementalAlterConfigOpSubtract {
+					word = "subtract"
+				}
+				return nil, &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Config value %s is not allowed for config key: %s", word, cf.Name)}
+			}
+		default:
+			return nil, &topic.Error{Code: kerr.InvalidRequest, Detail: fmt.Sprintf("Unknown operations type %d", int8(cf.Op))}
 		}
 		if cf.Value == nil {
 			nulls = append(nulls, cf.Name)
 		}
-		changed = append(changed, cf.Name)
+		v := ""
+		if cf.Value != nil {
+			v = *cf.Value
+		}
+		ops = append(ops, brokerConfigOp{name: cf.Name, value: &v})
 	}
 	if nulls != nil {
 		return nil, &topic.Error{Code: kerr.InvalidRequest, Detail: "Null value not supported for : " + strings.Join(nulls, ", ")}
 	}
-	return changed, nil
+	return ops, nil
 }

@@ -1,0 +1,210 @@
+package broker
+
+// Dynamic broker configs (KIP-226): broker properties changed at run time
+// with AlterConfigs or IncrementalAlterConfigs on the BROKER resource, for
+// this broker (its id as the resource name) or as the cluster-wide default
+// (the empty name). As in Kafka the most specific wins: this broker's
+// dynamic value (DYNAMIC_BROKER_CONFIG), then the cluster default
+// (DYNAMIC_DEFAULT_BROKER_CONFIG), then the config file
+// (STATIC_BROKER_CONFIG), then the built-in default (DEFAULT_CONFIG).
+//
+// The dynamic properties are those of Kafka's dynamic set (DynamicLogConfig
+// and DynamicConnectionQuota) that kbroker applies:
+//
+//   - log.retention.ms, log.retention.bytes, message.max.bytes: the broker
+//     defaults of topics' retention.ms, retention.bytes and
+//     max.message.bytes; every topic that does not override one takes the
+//     new value at once (topic.Registry.SetDefaults) and its partitions
+//     apply it.
+//   - max.connections, max.connections.per.ip: checked at the next accept.
+//
+// Any other property is refused with Kafka's INVALID_REQUEST "Cannot update
+// these configs dynamically". Values are checked as Kafka's ConfigDef
+// parses them (INVALID_CONFIG "Invalid value ... for configuration ...")
+// and against the topic defaults' rules. Changes are written to the
+// cluster state file (package cluster) before the answer and applied again
+// at start-up.
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/cluster"
+	"github.com/kbroker/kbroker/topic"
+)
+
+// dynamicSpec is one dynamic broker config.
+type dynamicSpec struct {
+	typ kmsg.ConfigType
+	// min is the smallest value ConfigDef accepts.
+	min int64
+}
+
+// dynamicBrokerConfigs are the broker properties that may change at run
+// time.
+var dynamicBrokerConfigs = map[string]dynamicSpec{
+	"log.retention.ms":       {typ: kmsg.ConfigTypeLong, min: -1},
+	"log.retention.bytes":    {typ: kmsg.ConfigTypeLong, min: -1 << 63},
+	"message.max.bytes":      {typ: kmsg.ConfigTypeInt, min: 0},
+	"max.connections":        {typ: kmsg.ConfigTypeInt, min: 0},
+	"max.connections.per.ip": {typ: kmsg.ConfigTypeInt, min: 0},
+}
+
+// parseDynamic parses a dynamic config's value, with Kafka's messages.
+func parseDynamic(name, value string) (int64, error) {
+	spec := dynamicBrokerConfigs[name]
+	bits, typName := 64, "LONG"
+	if spec.typ == kmsg.ConfigTypeInt {
+		bits, typName = 32, "INT"
+	}
+	v, err := strconv.ParseInt(value, 10, bits)
+	if err != nil {
+		return 0, &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Invalid value %s for configuration %s: Not a number of type %s", value, name, typName)}
+	}
+	if v < spec.min {
+		return 0, &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Invalid value %s for configuration %s: Value must be at least %d", value, name, spec.min)}
+	}
+	return v, nil
+}
+
+// brokerResourceKey is the cluster.State.BrokerConfigs key of this
+// broker's own dynamic configs.
+func (b *Broker) brokerResourceKey() string { return strconv.Itoa(int(b.cfg.NodeID)) }
+
+// dynamicLayer returns the dynamic value and source of every dynamic
+// config set, this broker's over the cluster default.
+func (b *Broker) dynamicLayer(st *cluster.State) (map[string]string, map[string]kmsg.ConfigSource) {
+	vals := make(map[string]string)
+	srcs := make(map[string]kmsg.ConfigSource)
+	for k, v := range st.BrokerConfigs[""] {
+		vals[k], srcs[k] = v, kmsg.ConfigSourceDynamicDefaultBrokerConfig
+	}
+	for k, v := range st.BrokerConfigs[b.brokerResourceKey()] {
+		vals[k], srcs[k] = v, kmsg.ConfigSourceDynamicBrokerConfig
+	}
+	return vals, srcs
+}
+
+// topicDefaults are the broker-level values topics inherit: the config
+// file's, overlaid with the dynamic ones of st.
+func (b *Broker) topicDefaults(st *cluster.State) (topic.Defaults, error) {
+	d := topic.KafkaDefaults()
+	d.NumPartitions = b.cfg.DefaultPartitions
+	d.RetentionMs = b.cfg.RetentionMs
+	d.RetentionBytes = b.cfg.RetentionBytes
+	d.MaxMessageBytes = int32(b.cfg.MessageMaxBytes)
+	d.SegmentBytes = int32(b.cfg.SegmentBytes)
+	d.Explicit = b.cfg.changedProperties()
+	vals, srcs := b.dynamicLayer(st)
+	d.Dynamic = make(map[string]kmsg.ConfigSource)
+	for name, target := range map[string]func(int64){
+		"log.retention.ms":    func(v int64) { d.RetentionMs = v },
+		"log.retention.bytes": func(v int64) { d.RetentionBytes = v },
+		"message.max.bytes":   func(v int64) { d.MaxMessageBytes = int32(v) },
+	} {
+		s, ok := vals[name]
+		if !ok {
+			continue
+		}
+		v, err := parseDynamic(name, s)
+		if err != nil {
+			return topic.Defaults{}, err
+		}
+		target(v)
+		d.Dynamic[name] = srcs[name]
+	}
+	if err := d.Validate(); err != nil {
+		return topic.Defaults{}, &topic.Error{Code: kerr.InvalidConfig, Detail: err.Error()}
+	}
+	return d, nil
+}
+
+// applyDynamicConfigs makes st's dynamic configs take effect.
+func (b *Broker) applyDynamicConfigs(st *cluster.State) error {
+	d, err := b.topicDefaults(st)
+	if err != nil {
+		return err
+	}
+	if err := b.topics.SetDefaults(d); err != nil {
+		return err
+	}
+	vals, _ := b.dynamicLayer(st)
+	limit := func(name string, static int) int64 {
+		if s, ok := vals[name]; ok {
+			if v, err := parseDynamic(name, s); err == nil {
+				return v
+			}
+		}
+		return int64(static)
+	}
+	b.maxConns.Store(limit("max.connections", b.cfg.MaxConnections))
+	b.maxConnsPerIP.Store(limit("max.connections.per.ip", b.cfg.MaxConnectionsPerIP))
+	return nil
+}
+
+// brokerConfigOp is one change to a broker resource's dynamic configs: a
+// nil value deletes.
+type brokerConfigOp struct {
+	name  string
+	value *string
+}
+
+// alterDynamicBrokerConfigs applies ops to the dynamic configs of the
+// broker resource (validated by the caller: "" or this broker's id);
+// replace first drops every config the resource has (AlterConfigs). A
+// non-dynamic name is INVALID_REQUEST, listed all at once as Kafka does.
+func (b *Broker) alterDynamicBrokerConfigs(resource string, ops []brokerConfigOp, replace, validateOnly bool) error {
+	var static []string
+	for _, op := range ops {
+		if _, ok := dynamicBrokerConfigs[op.name]; !ok && op.value != nil {
+			static = append(static, op.name)
+		}
+	}
+	if static != nil {
+		return &topic.Error{Code: kerr.InvalidRequest, Detail: fmt.Sprintf(
+			"Cannot update these configs dynamically: %s (set them in the config file and restart)", strings.Join(static, ", "))}
+	}
+	key := resource
+	if key != "" {
+		key = b.brokerResourceKey()
+	}
+	err := b.cluster.Update(func(st *cluster.State) error {
+		cur := st.BrokerConfigs[key]
+		if replace || cur == nil {
+			cur = make(map[string]string)
+		}
+		for _, op := range ops {
+			if op.value == nil {
+				delete(cur, op.name)
+				continue
+			}
+			if _, err := parseDynamic(op.name, *op.value); err != nil {
+				return err
+			}
+			cur[op.name] = *op.value
+		}
+		if st.BrokerConfigs == nil {
+			st.BrokerConfigs = make(map[string]map[string]string)
+		}
+		st.BrokerConfigs[key] = cur
+		if _, err := b.topicDefaults(st); err != nil {
+			return err
+		}
+		if validateOnly {
+			return errValidateOnly
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errValidateOnly):
+		return nil
+	case err != nil:
+		return err
+	}
+	return b.applyDynamicConfigs(b.cluster.Load())
+}
