@@ -167,6 +167,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		store.Close()
 		return nil, fmt.Errorf("broker: group coordinator: %w", err)
 	}
+	b.groups.Consumer().SetGroupConfigs(b.groupConfigFor)
 	if _, err := b.groupOffsets(false); err != nil {
 		b.groups.Close()
 		store.Close()

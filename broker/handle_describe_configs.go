@@ -17,8 +17,9 @@ package broker
 // most specific first, as Kafka. The empty name asks, as in Kafka, for the
 // cluster-wide dynamic defaults that are set.
 // Another id, or a name that is not a number, is INVALID_REQUEST with
-// Kafka's message. Other resource types (BROKER_LOGGER, CLIENT_METRICS,
-// GROUP) are INVALID_REQUEST per resource. ConfigNames, when neither null
+// Kafka's message. GROUP resources: the group's configs (group_configs.go).
+// Other resource types (BROKER_LOGGER, CLIENT_METRICS) are INVALID_REQUEST
+// per resource. ConfigNames, when neither null
 // nor empty, keeps only the configs named (as Kafka, an empty list means
 // all).
 //
@@ -63,6 +64,8 @@ func (b *Broker) handleDescribeConfigs(c *conn, req *kmsg.DescribeConfigsRequest
 			res.Configs, err = b.describeTopicConfigs(req, rr)
 		case kmsg.ConfigResourceTypeBroker:
 			res.Configs, err = b.describeBrokerConfigs(req, rr)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			res.Configs, err = b.describeGroupConfigs(req, rr)
 		default:
 			err = &topic.Error{Code: kerr.InvalidRequest, Detail: fmt.Sprintf("Unsupported resource type: %s", rr.ResourceType)}
 		}

@@ -15,7 +15,8 @@ package broker
 // setting a config that is not dynamic is INVALID_REQUEST "Cannot update
 // these configs dynamically", as Kafka answers, and APPEND/SUBTRACT on a
 // dynamic one (none is a list) INVALID_CONFIG. Other resource types are
-// INVALID_REQUEST. ValidateOnly checks and changes nothing.
+// INVALID_REQUEST, except GROUP: a consumer group's configs
+// (group_configs.go). ValidateOnly checks and changes nothing.
 //
 // Deviations from Apache Kafka:
 //   - Only the dynamic broker configs kbroker applies (see AlterConfigs).
@@ -76,6 +77,8 @@ func (b *Broker) incrementalAlterConfigs(c *conn, rr *kmsg.IncrementalAlterConfi
 			return err
 		}
 		return b.alterBrokerConfigs(rr.ResourceName, ops, false, validateOnly)
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return b.alterGroupConfigs(rr.ResourceName, rr.Configs, validateOnly)
 	}
 	return unknownResourceType(rr.ResourceType)
 }

@@ -525,7 +525,7 @@ func hostileRequest(key int16, env *hostileEnv, rng *rand.Rand) kmsg.Request {
 		r := kmsg.NewPtrDescribeConfigsRequest()
 		res := kmsg.NewDescribeConfigsRequestResource()
 		if rng.IntN(3) == 0 {
-			res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
+			res.ResourceType, res.ResourceName = []kmsg.ConfigResourceType{kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeGroupConfig}[rng.IntN(2)], "0"
 		} else {
 			res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic()
 		}
@@ -574,8 +574,14 @@ func hostileRequest(key int16, env *hostileEnv, rng *rand.Rand) kmsg.Request {
 		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, pick(env.newNames)
 		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 		c.Name, c.Op, c.Value = "retention.ms", kmsg.IncrementalAlterConfigOp(rng.IntN(4)), kmsg.StringPtr("120000")
+		if rng.IntN(4) == 0 { // a group's KIP-848 configs
+			res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, pick([]string{group(), ""})
+			c.Name = pick([]string{"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "share.session.timeout.ms"})
+			c.Value = kmsg.StringPtr(pick([]string{"45000", "0", "x", "5000"}))
+		}
 		res.Configs = append(res.Configs, c)
 		r.Resources = append(r.Resources, res)
+		r.ValidateOnly = rng.IntN(2) == 0
 		return r
 	case 47: // OffsetDelete
 		r := kmsg.NewPtrOffsetDeleteRequest()

@@ -46,6 +46,9 @@ type Coordinator struct {
 	// hasOffsets tells whether a group has committed offsets; an Empty
 	// group without any is deleted (SetOffsetsProbe).
 	hasOffsets atomic.Pointer[func(groupID string) bool]
+	// groupConfig returns a group's dynamic configs (KIP-848 group
+	// configs); nil means none are set (SetGroupConfigs).
+	groupConfig atomic.Pointer[func(groupID string) GroupConfig]
 
 	// wg counts calls and timer callbacks in progress, so that Close can
 	// wait for them. Add happens under mu while not closed.
@@ -77,6 +80,40 @@ func New(cfg Config, opts ...Option) (*Coordinator, error) {
 // goes when they expire, with Delete). Without a probe no group has
 // offsets.
 func (c *Coordinator) SetOffsetsProbe(fn func(groupID string) bool) { c.hasOffsets.Store(&fn) }
+
+// GroupConfig is a group's own settings (Kafka's GroupConfig, set with
+// IncrementalAlterConfigs on the GROUP resource); a zero field means the
+// coordinator's Config applies.
+type GroupConfig struct {
+	// SessionTimeout is consumer.session.timeout.ms.
+	SessionTimeout time.Duration
+	// HeartbeatInterval is consumer.heartbeat.interval.ms.
+	HeartbeatInterval time.Duration
+}
+
+// SetGroupConfigs sets the function that returns a group's own settings.
+// It is called on every heartbeat, so it must be cheap; a change applies
+// from each member's next heartbeat, as in Kafka.
+func (c *Coordinator) SetGroupConfigs(fn func(groupID string) GroupConfig) { c.groupConfig.Store(&fn) }
+
+// sessionTimeout and heartbeatInterval are a group's effective settings.
+func (c *Coordinator) sessionTimeout(groupID string) time.Duration {
+	if fn := c.groupConfig.Load(); fn != nil {
+		if d := (*fn)(groupID).SessionTimeout; d > 0 {
+			return d
+		}
+	}
+	return c.cfg.SessionTimeout
+}
+
+func (c *Coordinator) heartbeatInterval(groupID string) time.Duration {
+	if fn := c.groupConfig.Load(); fn != nil {
+		if d := (*fn)(groupID).HeartbeatInterval; d > 0 {
+			return d
+		}
+	}
+	return c.cfg.HeartbeatInterval
+}
 
 // Close stops every timer and waits for calls and timers in progress; later
 // calls get COORDINATOR_NOT_AVAILABLE. Groups keep their state.

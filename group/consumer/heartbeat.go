@@ -399,7 +399,7 @@ func (g *group) heartbeatResponse(hb *heartbeatPlan) HeartbeatResponse {
 	resp := HeartbeatResponse{
 		MemberID:          reconciled.id,
 		MemberEpoch:       reconciled.epoch,
-		HeartbeatInterval: g.c.cfg.HeartbeatInterval,
+		HeartbeatInterval: g.c.heartbeatInterval(g.id),
 	}
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
 	if req.MemberEpoch == JoinEpoch || full || !hb.base.assigned.equal(reconciled.assigned) {

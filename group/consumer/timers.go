@@ -7,7 +7,7 @@ func (g *group) scheduleSessionTimerLocked(m *member) {
 	g.stopSessionTimerLocked(m)
 	seq := t.sessionSeq
 	id := m.id
-	t.session = g.c.afterFunc(g.c.cfg.SessionTimeout, func() {
+	t.session = g.c.afterFunc(g.c.sessionTimeout(g.id), func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		cur := g.mu.members[id]
