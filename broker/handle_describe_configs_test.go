@@ -170,7 +170,7 @@ func TestDescribeConfigsErrors(t *testing.T) {
 		{kmsg.ConfigResourceTypeTopic, "missing", kerr.UnknownTopicOrPartition},
 		{kmsg.ConfigResourceTypeTopic, "bad name", kerr.InvalidTopicException},
 		{kmsg.ConfigResourceTypeBrokerLogger, "0", kerr.InvalidRequest},
-		{kmsg.ConfigResourceTypeGroupConfig, "g", kerr.InvalidRequest},
+		{kmsg.ConfigResourceTypeGroupConfig, "", kerr.InvalidRequest},
 		{kmsg.ConfigResourceType(99), "?", kerr.InvalidRequest},
 	} {
 		res := adminRequest[*kmsg.DescribeConfigsResponse](t, srv, describeConfigsReq(2, tc.typ, tc.name)).Resources[0]
