@@ -50,15 +50,15 @@ var layers = []layer{
 		// Coordinators and the topic registry never see the wire or the
 		// server: the broker translates requests for them.
 		name:    "coordinators",
-		members: []string{"topic", "group", "group/...", "coordlog", "offsets", "txn", "security", "security/..."},
+		members: []string{"topic", "cluster", "group", "group/...", "coordlog", "offsets", "txn", "security", "security/..."},
 		may: []string{"log", "flush", "partition", "partition/batch", "consumequeue",
-			"topic", "group", "group/...", "coordlog", "offsets", "txn", "security", "security/..."},
+			"topic", "cluster", "group", "group/...", "coordlog", "offsets", "txn", "security", "security/..."},
 	},
 	{
 		name:    "server",
 		members: []string{"broker", "admin", "admin/..."},
 		may: []string{"log", "flush", "protocol", "sendfile", "partition", "partition/batch", "consumequeue",
-			"topic", "group", "group/...", "coordlog", "offsets", "txn", "security", "security/...",
+			"topic", "cluster", "group", "group/...", "coordlog", "offsets", "txn", "security", "security/...",
 			"broker", "admin", "admin/...", "internal/metric", "fault"},
 	},
 	{
