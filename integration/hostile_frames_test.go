@@ -694,10 +694,15 @@ func hostileRequest(key int16, env *hostileEnv, rng *rand.Rand) kmsg.Request {
 		return r
 	case 57: // UpdateFeatures
 		r := kmsg.NewPtrUpdateFeaturesRequest()
-		r.TimeoutMillis, r.ValidateOnly = 5000, rng.IntN(4) > 0 // mostly validate-only: changes would leak into other requests
+		// Validate-only (v1+): a real change to group.version 0 would
+		// turn the consumer protocol off for the rest of the run.
+		r.TimeoutMillis, r.ValidateOnly = 5000, true
 		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
 		u.Feature = pick([]string{"metadata.version", "group.version", "eligible.leader.replicas.version", "transaction.version", "nope"})
 		u.MaxVersionLevel, u.UpgradeType, u.AllowDowngrade = int16(rng.IntN(30))-2, int8(rng.IntN(5)), rng.IntN(2) == 0
+		if u.Feature == "group.version" && u.MaxVersionLevel == 0 {
+			u.MaxVersionLevel = 1 // v0 has no validate-only: never turn the protocol off
+		}
 		r.FeatureUpdates = append(r.FeatureUpdates, u)
 		return r
 	case 75: // DescribeTopicPartitions
