@@ -15,7 +15,7 @@ import (
 // (fallocate, never sparse), fsyncs dir so the name is durable, and maps it.
 // Its positions start at 0.
 func CreateMappedFile(dir string, from, size int64) (*MappedFile, error) {
-	m, err := createMappedFile(dir, from, size, nil)
+	m, err := createMappedFile(dir, from, size, size, nil)
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
 	}
@@ -26,7 +26,7 @@ func CreateMappedFile(dir string, from, size int64) (*MappedFile, error) {
 // size if it is shorter. All its positions start at size; the owner sets
 // them with SetPosition once it knows where its data ends.
 func OpenMappedFile(dir string, from, size int64) (*MappedFile, error) {
-	m, err := openMappedFile(filepath.Join(dir, FileName(from)), from, size)
+	m, err := openMappedFile(filepath.Join(dir, FileName(from)), from, size, false)
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
 	}
