@@ -115,6 +115,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	}
 	b.topics = reg
 	if b.pids, err = partition.OpenProducerIDs(filepath.Join(cfg.DataDir, "metadata")); err != nil {
+		reg.Close()
 		return nil, fmt.Errorf("broker: open producer ids: %w", err)
 	}
 	mode, _ := cfg.flushMode()
@@ -134,16 +135,19 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 	}, specs, partition.WithLogger(b.lg))
 	if err != nil {
+		reg.Close()
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = store
 	if b.groups, err = group.New(cfg.groupConfig(), group.WithStateHook(b.onGroupState)); err != nil {
 		store.Close()
+		reg.Close()
 		return nil, fmt.Errorf("broker: group coordinator: %w", err)
 	}
 	if _, err := b.groupOffsets(false); err != nil {
 		b.groups.Close()
 		store.Close()
+		reg.Close()
 		return nil, fmt.Errorf("broker: group offsets: %w", err)
 	}
 	if _, err := b.transactions(false); err != nil {
@@ -152,6 +156,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		}
 		b.groups.Close()
 		store.Close()
+		reg.Close()
 		return nil, fmt.Errorf("broker: transaction coordinator: %w", err)
 	}
 	b.lg.Info("store opened",
@@ -360,6 +365,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	if err := b.store.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := b.topics.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	b.lg.Info("stopped")
