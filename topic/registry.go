@@ -294,9 +294,13 @@ func (r *Registry) create(name string, partitions int32, configs map[string]*str
 	}()
 	s := r.head
 	if _, ok := s.byName[name]; ok {
+		locked = false
+		r.settleUnlock()
 		return Topic{}, errorf(kerr.TopicAlreadyExists, "topic '%s' already exists", name)
 	}
 	if other, ok := s.byKey[collisionKey(name)]; ok {
+		locked = false
+		r.settleUnlock()
 		return Topic{}, errorf(kerr.InvalidTopicException, "topic '%s' collides with existing topic: %s", name, other)
 	}
 	c, err := NewConfigs(configs, r.defaults)
@@ -338,7 +342,7 @@ func (r *Registry) Delete(name string) (Topic, error) {
 	s := r.head
 	t, ok := s.byName[name]
 	if !ok {
-		r.mu.Unlock()
+		r.settleUnlock()
 		return Topic{}, errorf(kerr.UnknownTopicOrPartition, "topic '%s' does not exist", name)
 	}
 	if t.Internal || isReserved(name) {
@@ -374,6 +378,8 @@ func (r *Registry) CreatePartitions(name string, total int32, validateOnly bool)
 	s := r.head
 	t, ok := s.byName[name]
 	if !ok {
+		locked = false
+		r.settleUnlock()
 		return Topic{}, errorf(kerr.UnknownTopicOrPartition, "topic '%s' does not exist", name)
 	}
 	if t.Internal {
@@ -463,6 +469,24 @@ func (r *Registry) IncrementalAlterConfigs(name string, ops []AlterOp, validateO
 	t, c, err := r.replaceConfigsLocked(name, set, validateOnly)
 	r.mu.Unlock()
 	return r.finish(t, c, err)
+}
+
+// settleUnlock unlocks mu and waits until every change accepted so far is
+// durable and published, so that an answer derived from the head state (a
+// topic that exists, or does not) agrees with lookups when it is given: a
+// client told TOPIC_ALREADY_EXISTS finds the topic in Metadata. The caller
+// holds mu.
+func (r *Registry) settleUnlock() {
+	r.pubMu.Lock()
+	var last *change
+	if n := len(r.pending); n > 0 {
+		last = r.pending[n-1]
+	}
+	r.pubMu.Unlock()
+	r.mu.Unlock()
+	if last != nil {
+		_ = r.await(last) // its own waiter reports a failure
+	}
 }
 
 // finish waits for c, if there is a change, and returns t.
