@@ -139,6 +139,17 @@ func (s *AllocateMappedFileService) get(from int64) (*MappedFile, error) {
 		return nil, ErrClosed
 	}
 	req := s.mu.pending[from]
+	if req != nil {
+		select {
+		case <-req.ready:
+			if req.err != nil {
+				// A background build that failed (the disk was full
+				// then): try again now rather than report a stale error.
+				req = nil
+			}
+		default:
+		}
+	}
 	if req == nil {
 		req = &allocRequest{from: from, initial: s.lead.Load(), ready: make(chan struct{})}
 		s.mu.pending[from] = req
@@ -230,7 +241,7 @@ func (s *AllocateMappedFileService) run() {
 // build creates and maps one file, allocates its first initial bytes and
 // warms them.
 func (s *AllocateMappedFileService) build(req *allocRequest, initial int64) {
-	m, err := createMappedFile(s.dir, req.from, s.size, initial, s.cfg.AllocateHook)
+	m, err := createMappedFile(s.dir, req.from, s.size, initial, true, s.cfg.AllocateHook)
 	if err != nil {
 		req.err = err
 		close(req.ready)
@@ -356,7 +367,7 @@ func (s *AllocateMappedFileService) prebuild(from int64) error {
 		return nil
 	}
 	s.mu.Unlock()
-	m, err := createMappedFile(s.dir, from, s.size, s.size, s.cfg.AllocateHook)
+	m, err := createMappedFile(s.dir, from, s.size, s.size, true, s.cfg.AllocateHook)
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func BenchmarkWarm(b *testing.B) {
 			b.SetBytes(size)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				m, err := createMappedFile(dir, int64(i)*size, size, size, nil)
+				m, err := createMappedFile(dir, int64(i)*size, size, size, true, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

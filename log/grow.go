@@ -33,14 +33,20 @@ func alignUp(n, a int64) int64 { return (n + a - 1) &^ (a - 1) }
 // blocks; the rest of a file allocated as it fills is a hole.
 func (m *MappedFile) Allocated() int64 { return m.allocated.Load() }
 
+// maxGrowStep caps the step by which ensureAllocated grows a file.
+const maxGrowStep = 1 << 20
+
 // ensureAllocated makes sure [0, end) of the file is backed by blocks,
-// allocating the missing pages now if it is not. The fast path is one
-// atomic load.
+// allocating now if it is not: at least up to end, and as much again as is
+// allocated already, up to maxGrowStep more, so that a file filled by
+// small appends (a consume queue) takes a logarithmic number of fallocate
+// calls. The fast path is one atomic load.
 func (m *MappedFile) ensureAllocated(end int64) error {
-	if end <= m.allocated.Load() {
+	a := m.allocated.Load()
+	if end <= a {
 		return nil
 	}
-	_, _, err := m.grow(end, nil)
+	_, _, err := m.grow(max(end, a+min(max(a, pageSize), maxGrowStep)), nil)
 	return err
 }
 
@@ -49,6 +55,10 @@ func (m *MappedFile) ensureAllocated(end int64) error {
 // set, runs on that range after the blocks exist and before anyone may
 // write there (warm-up that changes the bytes). A failure leaves allocated
 // as it was.
+//
+// allocated need not be page-aligned (SetPosition and zeroFrom set it to
+// where data ends), and a zero-filling grow writes from exactly there:
+// below it is data.
 func (m *MappedFile) grow(end int64, before func(lo, hi int64)) (lo, hi int64, err error) {
 	end = min(alignUp(end, pageSize), m.size)
 	m.growMu.Lock()
@@ -62,7 +72,18 @@ func (m *MappedFile) grow(end int64, before func(lo, hi int64)) (lo, hi int64, e
 			return lo, lo, fmt.Errorf("allocate %s [%d, %d): %w", m.path, lo, end, err)
 		}
 	}
-	if err := fallocateRange(m.file, lo, end-lo); err != nil {
+	// fallocate leaves unwritten extents, and on ext4 the first store
+	// through the mapping into such a page takes a journal handle in the
+	// fault (measured 10-14 ms on a busy disk, docs/BENCHMARKS.md); a
+	// zero-filled page takes microseconds. Files filled by small appends
+	// through the mapping (consume queues) therefore grow by writing
+	// zeros, which reserves the blocks just as surely: a full disk fails
+	// the write with ENOSPC.
+	allocate := fallocateRange
+	if m.zeroFill {
+		allocate = writeZeros
+	}
+	if err := allocate(m.file, lo, end-lo); err != nil {
 		return lo, lo, fmt.Errorf("allocate %s [%d, %d): %w", m.path, lo, end, err)
 	}
 	if before != nil {

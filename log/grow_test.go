@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -187,5 +188,65 @@ func TestLeadFollowsRate(t *testing.T) {
 		if got := s.adapt(now, pos); got != tc.want {
 			t.Fatalf("%s: lead %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A file of the MappedFile API (a consume queue's) grows by zero-filling
+// as it is appended to, never writes past what is allocated, and after a
+// reopen at a position inside a page, growing again leaves every byte of
+// data below the position intact.
+func TestAppendBytesGrowsAndKeepsData(t *testing.T) {
+	dir := t.TempDir()
+	const size = 1 << 20
+	m, err := CreateMappedFile(dir, 0, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := make([]byte, 40)
+	var want []byte
+	appendN := func(m *MappedFile, n int) {
+		t.Helper()
+		for range n {
+			for j := range rec {
+				rec[j] = byte(len(want) + j + 1)
+			}
+			if _, err := m.AppendBytes(rec); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, rec...)
+			if m.WrotePosition() > m.Allocated() {
+				t.Fatalf("wrote %d past the allocated %d", m.WrotePosition(), m.Allocated())
+			}
+		}
+	}
+	if got := m.Allocated(); got != pageSize {
+		t.Fatalf("a new file allocates %d bytes, want one page", got)
+	}
+	appendN(m, 250) // 10,000 bytes: into the third page
+	if got := allocatedBytes(t, dir); got > 4*pageSize {
+		t.Fatalf("%d bytes allocated for %d bytes of data", got, len(want))
+	}
+	if _, err := m.Flush(0); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+
+	m2, err := OpenMappedFile(dir, 0, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	m2.SetPosition(int64(len(want)))
+	appendN(m2, 500) // past the allocation made before the reopen
+	got := make([]byte, len(want))
+	if err := m2.CopyTo(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("data differs from byte %d after a reopen and growth", i)
 	}
 }

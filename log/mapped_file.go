@@ -112,6 +112,9 @@ type MappedFile struct {
 	// sparse is set when the file is allocated as it fills: past
 	// allocated it may be a hole.
 	sparse bool
+	// zeroFill makes grow write zeros instead of calling fallocate (files
+	// filled through the mapping by small appends, see grow).
+	zeroFill bool
 }
 
 // fallocateRange allocates disk blocks for [off, off+n) of f, leaving any
@@ -135,15 +138,15 @@ func fallocateRange(f *os.File, off, n int64) error {
 	}
 }
 
+// zeros is a block of zeros that writeZeros writes from; nothing writes
+// into it.
+var zeros [64 << 10]byte
+
 // writeZeros fills [off, off+n) of f with zeros through pwrite.
 func writeZeros(f *os.File, off, n int64) error {
-	zero := make([]byte, 1<<20)
 	for n > 0 {
-		chunk := int64(len(zero))
-		if chunk > n {
-			chunk = n
-		}
-		if _, err := f.WriteAt(zero[:chunk], off); err != nil {
+		chunk := min(int64(len(zeros)), n)
+		if _, err := f.WriteAt(zeros[:chunk], off); err != nil {
 			return err
 		}
 		off += chunk
@@ -156,9 +159,10 @@ func writeZeros(f *os.File, off, n int64) error {
 // size, allocates blocks for its first initial bytes (fallocate, never a
 // sparse write: a store into an unbacked page of a full disk is SIGBUS, not
 // an error), makes the new name durable with an fsync of the directory, and
-// maps it. With initial < size the rest stays a hole that grow allocates
+// maps it (without syncDir the caller makes the name durable before it
+// relies on it). With initial < size the rest stays a hole that grow allocates
 // ahead of the appends (grow.go); initial == size allocates it whole.
-func createMappedFile(dir string, from, size, initial int64, hook func(path string, size int64) error) (*MappedFile, error) {
+func createMappedFile(dir string, from, size, initial int64, syncDir bool, hook func(path string, size int64) error) (*MappedFile, error) {
 	path := filepath.Join(dir, FileName(from))
 	initial = min(max(alignUp(initial, pageSize), 0), size)
 	if hook != nil {
@@ -184,10 +188,12 @@ func createMappedFile(dir string, from, size, initial int64, hook func(path stri
 		os.Remove(path)
 		return nil, fmt.Errorf("allocate %s: %w", path, err)
 	}
-	if err := SyncDir(dir); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, err
+	if syncDir {
+		if err := SyncDir(dir); err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, err
+		}
 	}
 	m, err := mapFile(f, path, from, size)
 	if err != nil {
@@ -506,10 +512,10 @@ func (m *MappedFile) zeroFrom(off int64) error {
 		m.growMu.Lock()
 		err = unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
 		if err == nil {
-			// Blocks wholly inside the range are gone; count from the
-			// page that holds off (re-allocating what is still there is a
-			// no-op).
-			m.allocated.Store(min(m.allocated.Load(), alignDown(off, pageSize)))
+			// Blocks wholly inside the range are gone. Count from off
+			// itself, never below: a zero-filling grow writes from there,
+			// and below off is data.
+			m.allocated.Store(min(m.allocated.Load(), off))
 		}
 		m.growMu.Unlock()
 	} else {
