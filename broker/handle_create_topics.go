@@ -73,7 +73,7 @@ func (b *Broker) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) (res
 	name := func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic }
 	// The topics are created concurrently so that their registry writes
 	// share fdatasync calls (the registry's journal is a group commit):
-	// one request for 1,000 topics costs a few dozen syncs, not 1,000.
+	// one request for 1,000 topics costs a handful of syncs, not 1,000.
 	// Names that occur once are unique, so they key the answers.
 	dups := duplicates(req.Topics, name)
 	answers := make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
@@ -101,7 +101,7 @@ func (b *Broker) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) (res
 
 // createTopicsParallelism bounds the topics of one CreateTopics request
 // being created at once.
-const createTopicsParallelism = 32
+const createTopicsParallelism = 256
 
 // parallel calls fn(0) to fn(n-1) on up to width goroutines and returns
 // when all have returned.
