@@ -43,7 +43,7 @@ func heapInUse() uint64 {
 // partition with one batch at most 64 KiB of disk outside the commit log:
 // disk follows the data, not the partition count.
 func TestPartitionCost(t *testing.T) {
-	const topics, parts = 100, 10
+	const topics, parts = 30, 10
 	cfg := testStoreConfig(t, FlushAsync)
 	cfg.ConsumeQueueEntries = 0 // the default
 	var specs []TopicSpec
