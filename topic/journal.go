@@ -87,36 +87,38 @@ type journal struct {
 }
 
 // readJournal returns the records of the journal in dir that apply to
-// base, in order. A missing journal, or one based on another topics file,
-// has none.
-func readJournal(dir string, base journalBase) ([]journalRecord, error) {
+// base, in order, and where they end (0 when the journal is missing or
+// based on another topics file: it has none).
+func readJournal(dir string, base journalBase) ([]journalRecord, int64, error) {
 	path := filepath.Join(dir, journalName)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("topic: read %s: %w", path, err)
+		return nil, 0, fmt.Errorf("topic: read %s: %w", path, err)
 	}
 	return parseJournal(path, data, base)
 }
 
 // parseJournal returns the records of journal contents data that apply to
-// base; path names the file in errors.
-func parseJournal(path string, data []byte, base journalBase) ([]journalRecord, error) {
+// base and the offset just past the last one (0 when none apply); path
+// names the file in errors.
+func parseJournal(path string, data []byte, base journalBase) ([]journalRecord, int64, error) {
 	if len(data) < journalHeaderSize || string(data[:4]) != journalMagic {
 		// Torn while being created: its rename never happened, or it
 		// did not finish before a crash; either way it holds nothing.
-		return nil, nil
+		return nil, 0, nil
 	}
 	if v := binary.BigEndian.Uint32(data[4:]); v != journalVersion {
-		return nil, &CorruptionError{File: path, Reason: fmt.Sprintf("journal version %d, this kbroker reads version %d", v, journalVersion)}
+		return nil, 0, &CorruptionError{File: path, Reason: fmt.Sprintf("journal version %d, this kbroker reads version %d", v, journalVersion)}
 	}
 	if binary.BigEndian.Uint32(data[8:]) != base.crc || binary.BigEndian.Uint32(data[12:]) != base.len {
-		return nil, nil
+		return nil, 0, nil
 	}
 	var out []journalRecord
-	for off := journalHeaderSize; off+journalRecordHeader <= len(data); {
+	off := journalHeaderSize
+	for off+journalRecordHeader <= len(data) {
 		n := int(binary.BigEndian.Uint32(data[off:]))
 		sum := binary.BigEndian.Uint32(data[off+4:])
 		if n == 0 || n > journalMaxRecord || off+journalRecordHeader+n > len(data) {
@@ -128,12 +130,33 @@ func parseJournal(path string, data []byte, base journalBase) ([]journalRecord, 
 		}
 		var rec journalRecord
 		if err := json.Unmarshal(body, &rec); err != nil || (rec.Put == nil) == (rec.Del == "") {
-			return nil, &CorruptionError{File: path, Reason: fmt.Sprintf("record at %d is not a put or a delete", off)}
+			return nil, 0, &CorruptionError{File: path, Reason: fmt.Sprintf("record at %d is not a put or a delete", off)}
 		}
 		out = append(out, rec)
 		off += journalRecordHeader + n
 	}
-	return out, nil
+	return out, int64(off), nil
+}
+
+// openJournal opens the existing journal in dir for appending after its
+// valid records, which end at tail; nothing is written. Open uses it when
+// a compaction cannot be written (a full disk), so that a restart needs
+// no space.
+func openJournal(dir string, tail int64) (*journal, error) {
+	path := filepath.Join(dir, journalName)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("topic: open %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("topic: stat %s: %w", path, err)
+	}
+	j := &journal{path: path, f: f, size: st.Size()}
+	j.tail.Store(tail)
+	j.synced.Store(tail)
+	return j, nil
 }
 
 // createJournal replaces the journal in dir with an empty one based on
@@ -278,8 +301,11 @@ func (j *journal) retireLocked() error {
 	return j.close()
 }
 
-// close closes the file.
+// close closes the file (none for a missing journal).
 func (j *journal) close() error {
+	if j.f == nil {
+		return nil
+	}
 	if err := j.f.Close(); err != nil {
 		return fmt.Errorf("topic: close %s: %w", j.path, err)
 	}

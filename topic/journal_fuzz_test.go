@@ -14,7 +14,7 @@ func FuzzReadJournal(f *testing.F) {
 	f.Add([]byte("\x00\x00\x00\x0b\x00\x00\x00\x00{\"del\":\"a\"}"))
 	f.Add([]byte("\xff\xff\xff\xff"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, err := parseJournal("j", append(slices.Clone(hdr), data...), base)
+		recs, _, err := parseJournal("j", append(slices.Clone(hdr), data...), base)
 		if err == nil {
 			d := KafkaDefaults()
 			_, _ = replay(emptySnapshot(), recs, "j", &d)

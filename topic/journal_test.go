@@ -1,6 +1,7 @@
 package topic
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -139,5 +140,69 @@ func TestJournalBaseAndTail(t *testing.T) {
 	defer r3.Close()
 	if got := names(r3.List()); !slices.Equal(got, []string{"a", "b", "d", "e"}) {
 		t.Fatalf("topics with a torn tail: %v, want [a b d e]", got)
+	}
+}
+
+// withCrashHook sets the registry's crash hook before Open loads, so that
+// tests can fail the writes Open makes.
+func withCrashHook(h func(step, tmp string) error) Option {
+	return func(r *Registry) { r.crashHook = h }
+}
+
+// On a full disk Open still opens (a restart must need no space): with
+// journal records to compact it opens without a journal and mutations
+// fail until one can be started; with none it appends to the journal it
+// found. Once space is back, nothing is lost.
+func TestOpenOnFullDisk(t *testing.T) {
+	t.Parallel()
+	diskFull := errors.New("no space left on device")
+	for _, pending := range []bool{true, false} {
+		t.Run(fmt.Sprintf("records=%t", pending), func(t *testing.T) {
+			t.Parallel()
+			var full atomic.Bool
+			hook := func(step, _ string) error {
+				if full.Load() && (step == "written" || step == "journal-create") {
+					return diskFull
+				}
+				return nil
+			}
+			r, dir := newTestRegistry(t)
+			mustCreate(t, r, "a", 1, nil)
+			if !pending {
+				compact(t, r)
+			}
+			r.Close()
+			full.Store(true)
+			r2, err := Open(dir, KafkaDefaults(), withCrashHook(hook))
+			if err != nil {
+				t.Fatalf("Open on a full disk: %v", err)
+			}
+			if _, ok := r2.Get("a"); !ok {
+				t.Fatal("topic a missing after Open on a full disk")
+			}
+			_, err = r2.Create("b", 1, nil, false)
+			if pending && !errors.Is(err, diskFull) {
+				t.Fatalf("create with no journal on a full disk: %v, want the disk's error", err)
+			}
+			if !pending && err != nil {
+				t.Fatalf("create appending to the found journal: %v", err)
+			}
+			full.Store(false)
+			if pending {
+				mustCreate(t, r2, "b", 1, nil)
+			}
+			mustCreate(t, r2, "c", 1, nil)
+			want := r2.List()
+			r2.Close()
+			r3, err := Open(dir, KafkaDefaults())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r3.Close()
+			sameTopics(t, r3.List(), want)
+			if got := names(want); !slices.Equal(got, []string{"a", "b", "c"}) {
+				t.Fatalf("topics %v, want [a b c]", got)
+			}
+		})
 	}
 }

@@ -152,26 +152,62 @@ func Open(dir string, defaults Defaults, opts ...Option) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := readJournal(dir, base)
+	recs, tail, err := readJournal(dir, base)
 	if err != nil {
 		return nil, err
 	}
 	if s, err = replay(s, recs, filepath.Join(dir, journalName), &r.defaults); err != nil {
 		return nil, err
 	}
-	if len(recs) > 0 || !found {
-		// Compact: the topics file takes in the journal, so the journal
-		// starts empty and start-up never replays a long one.
-		if base, err = r.persistLocked(s); err != nil {
-			return nil, err
-		}
-	}
-	if r.journal, err = createJournal(dir, base); err != nil {
+	if r.journal, err = r.startJournal(s, base, found, len(recs), tail); err != nil {
 		return nil, err
 	}
 	r.head = s
 	r.state.Store(s)
 	return r, nil
+}
+
+// startJournal compacts at Open: the topics file takes in the journal's
+// records (or is written for the first time), and an empty journal based
+// on it starts, so that start-up never replays a long one. When that
+// cannot be written (a full disk: a restart must need no space), the
+// existing journal is appended to where its records end if the topics
+// file on disk is still the one it follows; otherwise the registry opens
+// without a journal, and each mutation tries to start one (failing, with
+// the disk's error, while there is no space).
+func (r *Registry) startJournal(s *snapshot, base journalBase, found bool, records int, tail int64) (*journal, error) {
+	rewrite := records > 0 || !found
+	newBase := base
+	var err error
+	if rewrite {
+		newBase, err = r.persistLocked(s)
+	}
+	if err == nil && r.crashHook != nil {
+		err = r.crashHook("journal-create", filepath.Join(r.dir, journalName))
+	}
+	if err == nil {
+		var j *journal
+		if j, err = createJournal(r.dir, newBase); err == nil {
+			return j, nil
+		}
+	}
+	// Nothing new could be written. Without a rewrite attempted, the
+	// journal on disk still follows the topics file: append to it. After
+	// one (which may have replaced the file before failing), only a new
+	// journal is safe; each mutation tries to start it.
+	if tail > 0 && !rewrite {
+		return openJournal(r.dir, tail)
+	}
+	return missingJournal(r.dir, err), nil
+}
+
+// missingJournal stands for a journal that could not be created: its
+// sticky error fails appends until a mutation starts a real one.
+func missingJournal(dir string, cause error) *journal {
+	j := &journal{path: filepath.Join(dir, journalName)}
+	failed := fmt.Errorf("topic: no journal to record changes in: %w", cause)
+	j.err.Store(&failed)
+	return j
 }
 
 // Close closes the journal. Mutations after Close fail; lookups go on.
@@ -552,7 +588,8 @@ func (r *Registry) DescribeConfigs(name string) ([]ConfigEntry, error) {
 // published. On an error nothing changed.
 func (r *Registry) commitLocked(s *snapshot, old, nu *Topic) (*change, error) {
 	next := s.with(old, nu)
-	if r.journal.tail.Load() > r.compactBytes {
+	if r.journal.f == nil || r.journal.tail.Load() > r.compactBytes {
+		// Compact a long journal, or start the one Open could not.
 		if err := r.compactLocked(); err != nil {
 			return nil, err
 		}
@@ -584,7 +621,7 @@ func (r *Registry) commitLocked(s *snapshot, old, nu *Topic) (*change, error) {
 // journal based on it. Changes in the old journal that are not yet durable
 // are, once the topics file is: their waiters find them so.
 func (r *Registry) compactLocked() error {
-	if e := r.journal.err.Load(); e != nil {
+	if e := r.journal.err.Load(); e != nil && r.journal.f != nil {
 		return *e
 	}
 	base, err := r.persistLocked(r.head)
