@@ -2,7 +2,10 @@ package log
 
 import (
 	"fmt"
+	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Allocation that follows the write rate.
@@ -25,6 +28,28 @@ import (
 // busy one up to a file ahead, and the next file is created (with the part
 // of the lead that falls into it) only when the lead reaches past the end of
 // the current one.
+
+// MetadataReserve is free disk space that data files (commit log, consume
+// queues) never allocate: the small metadata files (checkpoints, the topic
+// journal, coordinator snapshots) must still be writable when data has
+// filled the disk, or retention, which checkpoints before it deletes,
+// could never free it again. Data files take space in steps of a page to
+// a MiB, so without it they fill a disk to the last block.
+const MetadataReserve = 4 << 20
+
+// checkFree refuses, with ENOSPC, an allocation of n bytes in f's
+// filesystem that would leave less than MetadataReserve available. When
+// the free space cannot be read, fallocate decides.
+func checkFree(f *os.File, n int64) error {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		return nil
+	}
+	if avail := int64(st.Bavail) * st.Bsize; avail < n+MetadataReserve {
+		return fmt.Errorf("%d bytes free, %d kept for metadata: %w", avail, MetadataReserve, unix.ENOSPC)
+	}
+	return nil
+}
 
 // alignUp rounds n up to a multiple of a (a power of two).
 func alignUp(n, a int64) int64 { return (n + a - 1) &^ (a - 1) }
@@ -71,6 +96,9 @@ func (m *MappedFile) grow(end int64, before func(lo, hi int64)) (lo, hi int64, e
 		if err := m.allocHook(m.path, end-lo); err != nil {
 			return lo, lo, fmt.Errorf("allocate %s [%d, %d): %w", m.path, lo, end, err)
 		}
+	}
+	if err := checkFree(m.file, end-lo); err != nil {
+		return lo, lo, fmt.Errorf("allocate %s [%d, %d): %w", m.path, lo, end, err)
 	}
 	// fallocate leaves unwritten extents, and on ext4 the first store
 	// through the mapping into such a page takes a journal handle in the
