@@ -141,6 +141,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		b.lg.Warn("dynamic broker configs not applied", zap.Error(err)) // the static values stay
 	}
 	if b.pids, err = partition.OpenProducerIDs(filepath.Join(cfg.DataDir, "metadata")); err != nil {
+		reg.Close()
 		return nil, fmt.Errorf("broker: open producer ids: %w", err)
 	}
 	mode, _ := cfg.flushMode()
@@ -153,24 +154,27 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	start := time.Now()
 	store, report, err := partition.Open(partition.Config{
 		Dir:                    cfg.DataDir,
-		Log:                    klog.Config{FileSize: cfg.SegmentBytes, Append: appendMode, Warm: warm, AllocateHook: b.allocHook},
+		Log:                    klog.Config{FileSize: cfg.SegmentBytes, Append: appendMode, Warm: warm, AllocateAhead: cfg.LogAllocateAhead, AllocateHook: b.allocHook},
 		FlushMode:              mode,
 		GroupCommit:            flush.GroupCommitConfig{Timeout: cfg.SyncFlushTimeout},
 		FullValidation:         cfg.FullValidation,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 	}, specs, partition.WithLogger(b.lg))
 	if err != nil {
+		reg.Close()
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = store
 	if b.groups, err = group.New(cfg.groupConfig(), group.WithStateHook(b.onGroupState)); err != nil {
 		store.Close()
+		reg.Close()
 		return nil, fmt.Errorf("broker: group coordinator: %w", err)
 	}
 	b.groups.Consumer().SetGroupConfigs(b.groupConfigFor)
 	if _, err := b.groupOffsets(false); err != nil {
 		b.groups.Close()
 		store.Close()
+		reg.Close()
 		return nil, fmt.Errorf("broker: group offsets: %w", err)
 	}
 	if _, err := b.transactions(false); err != nil {
@@ -179,6 +183,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		}
 		b.groups.Close()
 		store.Close()
+		reg.Close()
 		return nil, fmt.Errorf("broker: transaction coordinator: %w", err)
 	}
 	if err := b.seedTopics(); err != nil {
@@ -403,6 +408,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	if err := b.store.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := b.topics.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	b.lg.Info("stopped")

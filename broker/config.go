@@ -48,6 +48,11 @@ type Config struct {
 	// written per page, RocketMQ's way) or "none". Unused with pwrite
 	// appends, which never fault.
 	LogWarm string `kafka:"kbroker.log.warm"`
+	// LogAllocateAhead is the least disk the commit log keeps allocated
+	// ahead of its write position. Under load the lead follows the write
+	// rate up to one segment, so an idle broker holds a few MiB and a busy
+	// one never waits for the disk (log.Config.AllocateAhead).
+	LogAllocateAhead int64 `kafka:"kbroker.log.allocate.ahead.bytes"`
 	// DefaultPartitions is num.partitions: partitions of auto-created
 	// topics and of CreateTopics with -1.
 	DefaultPartitions int32 `kafka:"num.partitions"`
@@ -201,6 +206,7 @@ func DefaultConfig() Config {
 		SyncFlushTimeout:             5 * time.Second,
 		LogAppend:                    klog.AppendPwrite.String(),
 		LogWarm:                      klog.WarmFault.String(),
+		LogAllocateAhead:             4 << 20,
 		FetchSessionCacheSlots:       defaultFetchSessionSlots,
 		FetchCopyThreshold:           defaultFetchCopyThreshold,
 		MetricsPartitionSeriesMax:    1000,
@@ -263,6 +269,10 @@ func (c *Config) Validate() error {
 	}
 	if c.SegmentBytes < 1<<20 || c.SegmentBytes%4096 != 0 || c.SegmentBytes > 1<<30 {
 		errs = append(errs, fmt.Errorf("log.segment.bytes %d must be a multiple of 4096 between 1 MiB and 1 GiB", c.SegmentBytes))
+	}
+	if c.LogAllocateAhead < 4096 || c.LogAllocateAhead > 1<<30 {
+		// Above log.segment.bytes it means one segment.
+		errs = append(errs, fmt.Errorf("kbroker.log.allocate.ahead.bytes %d must be between 4096 and 1 GiB", c.LogAllocateAhead))
 	}
 	if c.DefaultPartitions < 1 {
 		errs = append(errs, fmt.Errorf("num.partitions %d must be at least 1", c.DefaultPartitions))

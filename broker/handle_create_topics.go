@@ -36,6 +36,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -68,18 +70,60 @@ func (b *Broker) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) (res
 		}
 		return respond(resp)
 	}
-	resp.Topics = answerTopics(req.Topics,
-		func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic },
+	name := func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic }
+	// The topics are created concurrently so that their registry writes
+	// share fdatasync calls (the registry's journal is a group commit):
+	// one request for 1,000 topics costs a handful of syncs, not 1,000.
+	// Names that occur once are unique, so they key the answers.
+	dups := duplicates(req.Topics, name)
+	answers := make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
+	parallel(len(req.Topics), createTopicsParallelism, func(i int) {
+		if _, dup := dups[req.Topics[i].Topic]; !dup {
+			answers[i] = b.createTopic(c, &req.Topics[i], req.ValidateOnly)
+		}
+	})
+	byName := make(map[string]*kmsg.CreateTopicsResponseTopic, len(answers))
+	for i := range answers {
+		if _, dup := dups[req.Topics[i].Topic]; !dup {
+			byName[req.Topics[i].Topic] = &answers[i]
+		}
+	}
+	resp.Topics = answerTopics(req.Topics, name,
 		func(name string) kmsg.CreateTopicsResponseTopic {
 			st := kmsg.NewCreateTopicsResponseTopic()
 			st.Topic = name
 			st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name.")
 			return st
 		},
-		func(rt *kmsg.CreateTopicsRequestTopic) kmsg.CreateTopicsResponseTopic {
-			return b.createTopic(c, rt, req.ValidateOnly)
-		})
+		func(rt *kmsg.CreateTopicsRequestTopic) kmsg.CreateTopicsResponseTopic { return *byName[rt.Topic] })
 	return respond(resp)
+}
+
+// createTopicsParallelism bounds the topics of one CreateTopics request
+// being created at once.
+const createTopicsParallelism = 256
+
+// parallel calls fn(0) to fn(n-1) on up to width goroutines and returns
+// when all have returned.
+func parallel(n, width int, fn func(int)) {
+	if n <= 1 || width <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, width) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // createdPartitions is an upper bound of the partitions req would create,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/kbroker/kbroker/log"
 )
@@ -45,6 +47,11 @@ func (q *Queue) Append(pos int64, size int32, baseOffset int64, lastOffsetDelta 
 	encode(q.mu.scratch[:], e)
 	fs := *q.files.Load()
 	if n := len(fs); n > 0 && !fs[n-1].mf.IsFull() {
+		// Files are allocated as they fill; a full disk here is not a
+		// broken file (Reserve normally took this step already).
+		if err := fs[n-1].mf.Reserve(EntrySize); err != nil {
+			return fmt.Errorf("consumequeue: append offset %d to %s: %w", baseOffset, fs[n-1].mf.Path(), err)
+		}
 		if _, err := fs[n-1].mf.AppendBytes(q.mu.scratch[:]); err != nil {
 			return q.fail(fmt.Errorf("consumequeue: append offset %d to %s: %w", baseOffset, fs[n-1].mf.Path(), err))
 		}
@@ -70,6 +77,11 @@ func (q *Queue) Reserve(baseOffset int64) error {
 	}
 	fs := *q.files.Load()
 	if n := len(fs); n > 0 && !fs[n-1].mf.IsFull() {
+		// The entry goes into the last file: make sure its block is
+		// allocated (files grow as they fill).
+		if err := fs[n-1].mf.Reserve(EntrySize); err != nil {
+			return fmt.Errorf("consumequeue: %s: reserve offset %d: %w", q.dir, baseOffset, err)
+		}
 		return nil
 	}
 	if q.mu.spare != nil {
@@ -80,12 +92,43 @@ func (q *Queue) Reserve(baseOffset int64) error {
 			return err
 		}
 	}
-	mf, err := log.CreateMappedFile(q.dir, baseOffset, int64(q.entriesPerFile)*EntrySize)
+	mf, err := q.createFileLocked(baseOffset)
 	if err != nil {
 		return fmt.Errorf("consumequeue: %s: new file for offset %d: %w", q.dir, baseOffset, err)
 	}
 	q.mu.spare, q.mu.spareFrom = mf, baseOffset
 	return nil
+}
+
+// createFileLocked creates the file named from, and the queue's directory
+// first if this is its first file: a partition that never received a
+// batch has no directory, which keeps empty partitions cheap to create
+// (no directory fsync) and to store.
+//
+// Neither the directory nor the file name is synced here: the next Flush
+// does it (dirsUnsynced), before any checkpoint relies on the file, so the
+// first batch of a new partition does not wait for two directory fsyncs.
+// Entries past the checkpoint are rebuilt from the commit log after a
+// crash anyway.
+func (q *Queue) createFileLocked(from int64) (*log.MappedFile, error) {
+	if _, err := os.Stat(q.dir); err != nil {
+		// Which names are new decides which directories the next Flush
+		// syncs: the topic directory's only for its first partition.
+		level := syncParent
+		if _, err := os.Stat(filepath.Dir(q.dir)); err != nil {
+			level = syncGrandparent
+		}
+		if err := os.MkdirAll(q.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("consumequeue: create dir %s: %w", q.dir, err)
+		}
+		q.dirsUnsynced.Store(level)
+	}
+	mf, err := log.CreateMappedFile(q.dir, from, int64(q.entriesPerFile)*EntrySize)
+	if err != nil {
+		return nil, err
+	}
+	q.dirsUnsynced.CompareAndSwap(syncNone, syncDir)
+	return mf, nil
 }
 
 // dropSpareLocked removes the reserved file, which no reader knows of.
@@ -113,7 +156,7 @@ func (q *Queue) rollLocked(fs []*file, e Entry) error {
 			return err
 		}
 		var err error
-		mf, err = log.CreateMappedFile(q.dir, e.BaseOffset, int64(q.entriesPerFile)*EntrySize)
+		mf, err = q.createFileLocked(e.BaseOffset)
 		if err != nil {
 			// Not sticky: a full disk at allocation is retried by the
 			// next append, as for the commit log.

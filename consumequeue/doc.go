@@ -8,9 +8,18 @@
 // # On disk
 //
 // A queue is one directory (<data>/consumequeue/<topic id>/<partition>/)
-// of fixed-size, pre-allocated files, each named by log.FileName of the
-// base offset of its first entry. A file is a dense array of EntrySize-byte
-// entries; the part after the last entry is zeros:
+// of fixed-size files, each named by log.FileName of the base offset of its
+// first entry. A file is a dense array of EntrySize-byte entries; the part
+// after the last entry is zeros. A file has its full size from creation
+// but disk blocks only as it fills: a page at first, then steps that
+// double up to a MiB, written as zeros before any entry goes there (so a
+// store into the mapping never meets an unbacked page, which on a full
+// disk would be SIGBUS, and never takes ext4's slow first fault on an
+// unwritten extent). The directory is created with the first file: a
+// partition that never received a batch has none, and costs no disk.
+// New names are made durable by the next Flush (before any checkpoint
+// relies on them), not when created, so a partition's first batch waits
+// for no directory fsync. An entry:
 //
 //	0        8            16                 24     28               32     34       36      40
 //	+--------+------------+------------------+------+----------------+------+--------+-------+

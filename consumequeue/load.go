@@ -22,8 +22,8 @@ const (
 // zeroPage is compared against to find non-zero bytes quickly.
 var zeroPage [4096]byte
 
-// Open opens the queue in dir, creating dir if needed, with
-// files of entriesPerFile entries (≥ 1). Existing files keep the size they
+// Open opens the queue in dir with files of entriesPerFile entries (≥ 1).
+// A missing dir is an empty queue; the first file creates it. Existing files keep the size they
 // have on disk, so changing entriesPerFile never invalidates a queue; new
 // files get the new size.
 //
@@ -37,9 +37,6 @@ func Open(dir string, entriesPerFile int) (*Queue, error) {
 	if entriesPerFile < 1 || entriesPerFile > maxEntriesPerFile {
 		return nil, fmt.Errorf("consumequeue: open %s: %d entries per file, want 1 to %d", dir, entriesPerFile, maxEntriesPerFile)
 	}
-	if err := mkdirDurable(dir); err != nil {
-		return nil, err
-	}
 	q := &Queue{dir: dir, entriesPerFile: entriesPerFile}
 	q.files.Store(&[]*file{})
 	if err := q.load(); err != nil {
@@ -48,20 +45,12 @@ func Open(dir string, entriesPerFile int) (*Queue, error) {
 	return q, nil
 }
 
-// mkdirDurable creates dir if it is missing and makes its name durable.
-func mkdirDurable(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("consumequeue: create dir %s: %w", dir, err)
-	}
-	return log.SyncDir(filepath.Dir(dir))
-}
-
 // load maps and verifies the files of the queue, cutting a torn tail.
 func (q *Queue) load() (err error) {
 	ents, err := os.ReadDir(q.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no batch yet: the first file creates the directory
+	}
 	if err != nil {
 		return fmt.Errorf("consumequeue: open %s: %w", q.dir, err)
 	}

@@ -88,6 +88,33 @@ type Queue struct {
 	// still be dirty pages of the previous run; the first Flush fsyncs
 	// every file, so that Flush always means durable.
 	loadedUnsynced atomic.Bool
+	// dirsUnsynced says which directory entries created since the last
+	// Flush are not durable yet: syncNone, syncDir (a file name in dir),
+	// syncParent (dir's own name too) or syncGrandparent (and the topic
+	// directory's name, when MkdirAll made it).
+	dirsUnsynced atomic.Int32
+}
+
+// Values of Queue.dirsUnsynced, each including the ones before.
+const (
+	syncNone int32 = iota
+	syncDir
+	syncParent
+	syncGrandparent
+)
+
+// syncDirs makes the names created since the last Flush durable.
+func (q *Queue) syncDirs() error {
+	what := q.dirsUnsynced.Swap(syncNone)
+	d := q.dir
+	for level := syncDir; level <= what; level++ {
+		if err := log.SyncDir(d); err != nil {
+			q.dirsUnsynced.CompareAndSwap(syncNone, what) // try again next time
+			return err
+		}
+		d = filepath.Dir(d)
+	}
+	return nil
 }
 
 // Len is the number of entries.
@@ -126,6 +153,9 @@ func (q *Queue) Flush() error {
 	defer q.flushMu.Unlock()
 	if err := q.failure(); err != nil {
 		return err
+	}
+	if err := q.syncDirs(); err != nil {
+		return fmt.Errorf("consumequeue: flush %s: %w", q.dir, err)
 	}
 	syncAll := q.loadedUnsynced.Load()
 	for _, f := range *q.files.Load() {

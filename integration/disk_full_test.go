@@ -198,16 +198,21 @@ func TestDiskFullTmpfs(t *testing.T) {
 	if code, _, _ := w.produce(t, "good", 4, 16<<10, id); code != kerr.KafkaStorageError.Code {
 		t.Errorf("produce to good on the full disk: %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(code))
 	}
-	// A topic created now: its first produce needs a consume-queue file.
-	// Creating it writes the topic registry, which itself fails when the
-	// last allocation left no byte free; either outcome is an answer.
+	// A topic created now: its first produce needs a consume-queue file
+	// (one page) and room in the commit log's allocated part. Creating it
+	// writes the topic registry, which itself fails when the last
+	// allocation left no byte free; either outcome is an answer. So is
+	// the produce: KAFKA_STORAGE_ERROR, or success when its few KiB still
+	// fit (files take disk as they fill, so a small batch may).
 	lateCreated := true
 	if res, err := adm.CreateTopic(testCtx(t), 1, 1, nil, "late"); err != nil || res.Err != nil {
 		lateCreated = false
 		t.Logf("create topic late on the full disk: %v %v", err, res.Err)
 	}
-	if code, _, _ := w.produce(t, "late", 1, 1<<10, 0); lateCreated && code != kerr.KafkaStorageError.Code {
-		t.Errorf("first produce to a topic created on the full disk: %v, want KAFKA_STORAGE_ERROR (its consume-queue file cannot be allocated)", kerr.ErrorForCode(code))
+	if code, _, _ := w.produce(t, "late", 1, 1<<10, 0); lateCreated && code != kerr.KafkaStorageError.Code && code != 0 {
+		t.Errorf("first produce to a topic created on the full disk: %v, want KAFKA_STORAGE_ERROR or success", kerr.ErrorForCode(code))
+	} else if lateCreated {
+		t.Logf("first produce of 1 KiB to a topic created on the full disk: %v", kerr.ErrorForCode(code))
 	} else if !lateCreated && code != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("produce to a topic whose creation failed: %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(code))
 	}

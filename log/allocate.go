@@ -69,21 +69,36 @@ func (w WarmMode) contentPreserving() bool {
 
 // allocRequest is one file being prepared by the allocator.
 type allocRequest struct {
-	from  int64
-	ready chan struct{} // closed when file or err is set
-	file  *MappedFile
-	err   error
+	from    int64
+	initial int64         // bytes to allocate at creation; under mu until built
+	ready   chan struct{} // closed when file or err is set
+	file    *MappedFile
+	err     error
 }
 
-// AllocateMappedFileService creates the next files of the log in the
-// background (RocketMQ's AllocateMappedFileService): when the appender asks
-// for file N it also queues file N+1, so the following roll finds its file
-// already allocated, mapped and warmed, and never waits for the disk.
+// AllocateMappedFileService allocates the log's disk ahead of the appender
+// in the background (RocketMQ's AllocateMappedFileService): it extends the
+// allocated part of the file being written and creates the next file
+// before the appender needs it, by a lead that follows the write rate
+// (grow.go), so that a roll finds its file already created, allocated and
+// warmed and a busy appender never waits for the disk, while an idle log
+// holds only a few MiB.
 type AllocateMappedFileService struct {
-	dir  string
-	size int64
-	cfg  *Config
-	pool *TransientStorePool
+	dir   string
+	size  int64
+	cfg   *Config
+	pool  *TransientStorePool
+	queue *MappedFileQueue // the log's files: the last one is being written
+
+	// lead is the allocation wanted ahead of the write position; frontier
+	// is the global position up to which allocation has been arranged.
+	// The worker writes both; the appender reads them in needGrow.
+	lead     atomic.Int64
+	frontier atomic.Int64
+	// growDue is set by needGrow and cleared by the worker.
+	growDue atomic.Bool
+	// rate is the worker's measure of the write rate.
+	rate leadState
 
 	mu struct {
 		sync.Mutex
@@ -96,15 +111,17 @@ type AllocateMappedFileService struct {
 	wg   sync.WaitGroup
 }
 
-func newAllocateMappedFileService(dir string, cfg *Config, pool *TransientStorePool) *AllocateMappedFileService {
+func newAllocateMappedFileService(dir string, cfg *Config, pool *TransientStorePool, queue *MappedFileQueue) *AllocateMappedFileService {
 	s := &AllocateMappedFileService{
-		dir:  dir,
-		size: cfg.FileSize,
-		cfg:  cfg,
-		pool: pool,
-		wake: make(chan struct{}, 1),
-		done: make(chan struct{}),
+		dir:   dir,
+		size:  cfg.FileSize,
+		cfg:   cfg,
+		pool:  pool,
+		queue: queue,
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
 	}
+	s.lead.Store(min(cfg.AllocateAhead, cfg.FileSize))
 	s.mu.pending = make(map[int64]*allocRequest)
 	s.wg.Add(1)
 	go s.run()
@@ -112,7 +129,7 @@ func newAllocateMappedFileService(dir string, cfg *Config, pool *TransientStoreP
 }
 
 // get returns the file that starts at from, built by the background worker
-// if it was queued before, else built now, and queues the file after it.
+// if it was queued before, else built now with the current lead allocated.
 // A failed allocation (for example ENOSPC) is returned and forgotten, so the
 // next call tries again.
 func (s *AllocateMappedFileService) get(from int64) (*MappedFile, error) {
@@ -122,12 +139,22 @@ func (s *AllocateMappedFileService) get(from int64) (*MappedFile, error) {
 		return nil, ErrClosed
 	}
 	req := s.mu.pending[from]
+	if req != nil {
+		select {
+		case <-req.ready:
+			if req.err != nil {
+				// A background build that failed (the disk was full
+				// then): try again now rather than report a stale error.
+				req = nil
+			}
+		default:
+		}
+	}
 	if req == nil {
-		req = &allocRequest{from: from, ready: make(chan struct{})}
+		req = &allocRequest{from: from, initial: s.lead.Load(), ready: make(chan struct{})}
 		s.mu.pending[from] = req
 		s.mu.queue = append(s.mu.queue, req)
 	}
-	s.enqueueLocked(from + s.size)
 	s.mu.Unlock()
 	s.signal()
 
@@ -140,31 +167,40 @@ func (s *AllocateMappedFileService) get(from int64) (*MappedFile, error) {
 	return req.file, req.err
 }
 
-// prepare queues the file at from without waiting for it.
-func (s *AllocateMappedFileService) prepare(from int64) {
+// prepareSized arranges for the file at from to exist with at least n
+// bytes allocated, without waiting: a file already built is extended (the
+// caller is the worker, or no worker runs yet), one still queued is built
+// larger, and otherwise one is queued.
+func (s *AllocateMappedFileService) prepareSized(from, n int64) {
 	s.mu.Lock()
-	if !s.mu.closed {
-		s.enqueueLocked(from)
+	if s.mu.closed {
+		s.mu.Unlock()
+		return
 	}
-	s.mu.Unlock()
-	s.signal()
-}
-
-func (s *AllocateMappedFileService) enqueueLocked(from int64) {
-	if r := s.mu.pending[from]; r != nil {
+	r := s.mu.pending[from]
+	if r != nil {
 		select {
 		case <-r.ready:
 			if r.err == nil {
+				s.mu.Unlock()
+				if r.file.Hold() {
+					_ = s.growFile(r.file, n)
+					r.file.Release()
+				}
 				return
 			}
 			// A failed background build: forget it so it is tried again.
 		default:
+			r.initial = max(r.initial, n)
+			s.mu.Unlock()
 			return
 		}
 	}
-	req := &allocRequest{from: from, ready: make(chan struct{})}
+	req := &allocRequest{from: from, initial: n, ready: make(chan struct{})}
 	s.mu.pending[from] = req
 	s.mu.queue = append(s.mu.queue, req)
+	s.mu.Unlock()
+	s.signal()
 }
 
 func (s *AllocateMappedFileService) signal() {
@@ -179,11 +215,17 @@ func (s *AllocateMappedFileService) run() {
 	for {
 		s.mu.Lock()
 		var req *allocRequest
+		var initial int64
 		if len(s.mu.queue) > 0 {
 			req = s.mu.queue[0]
 			s.mu.queue = s.mu.queue[1:]
+			initial = req.initial
 		}
 		s.mu.Unlock()
+		if req == nil && s.growDue.Swap(false) {
+			s.growAhead()
+			continue
+		}
 		if req == nil {
 			select {
 			case <-s.wake:
@@ -192,13 +234,14 @@ func (s *AllocateMappedFileService) run() {
 				return
 			}
 		}
-		s.build(req)
+		s.build(req, initial)
 	}
 }
 
-// build creates, maps and warms one file.
-func (s *AllocateMappedFileService) build(req *allocRequest) {
-	m, err := createMappedFile(s.dir, req.from, s.size, s.cfg.AllocateHook)
+// build creates and maps one file, allocates its first initial bytes and
+// warms them.
+func (s *AllocateMappedFileService) build(req *allocRequest, initial int64) {
+	m, err := createMappedFile(s.dir, req.from, s.size, initial, true, s.cfg.AllocateHook)
 	if err != nil {
 		req.err = err
 		close(req.ready)
@@ -214,12 +257,12 @@ func (s *AllocateMappedFileService) build(req *allocRequest) {
 		m.Hold()
 		req.file = m
 		close(req.ready)
-		warmLowPriority(m, s.cfg, s.done)
+		warmLowPriority(m, s.cfg, 0, m.Allocated(), s.done)
 		m.Release()
 		return
 	}
 	if s.cfg.Warm == WarmTouch && m.writeBuf == nil {
-		warmLowPriority(m, s.cfg, s.done)
+		warmLowPriority(m, s.cfg, 0, m.Allocated(), s.done)
 	}
 	req.file = m
 	close(req.ready)
@@ -232,31 +275,32 @@ func (s *AllocateMappedFileService) build(req *allocRequest) {
 // behind, appends fault the pages in themselves, as without warm-up). The
 // goroutine exits still locked to its thread, so the runtime retires the
 // thread instead of reusing it at the lowered priority.
-func warmLowPriority(m *MappedFile, cfg *Config, stop <-chan struct{}) {
+func warmLowPriority(m *MappedFile, cfg *Config, lo, hi int64, stop <-chan struct{}) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		runtime.LockOSThread()
 		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
-		_ = guardFault(func() { warm(m, cfg, stop) })
+		_ = guardFault(func() { warmRange(m, cfg, lo, hi, stop) })
 	}()
 	<-done
 }
 
-// warm pre-faults the file's pages in chunks of WarmFlushPages pages,
-// flushing each chunk in sync mode (so the zero pages do not all reach the
-// disk at once behind the first group commit), then optionally mlocks it.
-// It stops early when stop closes. Errors are ignored: warm-up is only an
-// optimisation, and appends fault pages in on their own.
-func warm(m *MappedFile, cfg *Config, stop <-chan struct{}) {
+// warmRange pre-faults the pages of [lo, hi) of the file, which must be
+// allocated, in chunks of WarmFlushPages pages, flushing each chunk in sync
+// mode (so the zero pages do not all reach the disk at once behind the
+// first group commit), then optionally mlocks them. It stops early when
+// stop closes. Errors are ignored: warm-up is only an optimisation, and
+// appends fault pages in on their own.
+func warmRange(m *MappedFile, cfg *Config, lo, hi int64, stop <-chan struct{}) {
 	chunk := int64(cfg.WarmFlushPages) * pageSize
-	for off := int64(0); off < m.size; off += chunk {
+	for off := lo; off < hi; off += chunk {
 		select {
 		case <-stop:
 			return
 		default:
 		}
-		end := min(off+chunk, m.size)
+		end := min(off+chunk, hi)
 		switch cfg.Warm {
 		case WarmFault:
 			for p := off; p < end; p += pageSize {
@@ -278,8 +322,8 @@ func warm(m *MappedFile, cfg *Config, stop <-chan struct{}) {
 			_ = unix.Msync(m.data[off:end], unix.MS_SYNC)
 		}
 	}
-	if cfg.Mlock {
-		if unix.Mlock(m.data) == nil {
+	if cfg.Mlock && hi > lo {
+		if unix.Mlock(m.data[lo:hi]) == nil {
 			m.locked.Store(true)
 		}
 	}
@@ -323,7 +367,7 @@ func (s *AllocateMappedFileService) prebuild(from int64) error {
 		return nil
 	}
 	s.mu.Unlock()
-	m, err := createMappedFile(s.dir, from, s.size, s.cfg.AllocateHook)
+	m, err := createMappedFile(s.dir, from, s.size, s.size, true, s.cfg.AllocateHook)
 	if err != nil {
 		return err
 	}
@@ -332,7 +376,7 @@ func (s *AllocateMappedFileService) prebuild(from int64) error {
 		m.writeBuf = s.pool.borrowBuffer()
 	}
 	if m.writeBuf == nil && s.cfg.Warm != WarmNone {
-		_ = guardFault(func() { warm(m, s.cfg, s.done) })
+		_ = guardFault(func() { warmRange(m, s.cfg, 0, m.size, s.done) })
 	}
 	req := &allocRequest{from: from, ready: make(chan struct{}), file: m}
 	close(req.ready)

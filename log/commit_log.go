@@ -119,12 +119,14 @@ func (l *CommitLog) open(replayFrom int64, visit func(Entry) error) (RecoveryRep
 			return report, err
 		}
 	}
-	l.alloc = newAllocateMappedFileService(l.dir, &l.cfg, l.pool)
-	// Have the next file ready before the first roll needs it.
-	if last := l.queue.Last(); last != nil {
-		l.alloc.prepare(last.from + l.cfg.FileSize)
+	l.alloc = newAllocateMappedFileService(l.dir, &l.cfg, l.pool, l.queue)
+	// Have the lead allocated before the first append needs it: in the
+	// last file (whose allocation is not known after a load), or in a
+	// first file.
+	if l.queue.Last() != nil {
+		l.alloc.needGrow(report.End)
 	} else {
-		l.alloc.prepare(alignDown(report.End, l.cfg.FileSize))
+		l.alloc.prepareSized(alignDown(report.End, l.cfg.FileSize), l.alloc.lead.Load())
 	}
 	return report, nil
 }
@@ -180,8 +182,13 @@ func (l *CommitLog) appendLocked(crc uint32, key, payload []byte, size int64) (A
 	}
 	w := m.wrote.Load()
 	if left := m.size - w; size > left {
-		// Get the next file before touching this one, so a failed
-		// allocation leaves the log unchanged.
+		// Allocate for the filler and get the next file before touching
+		// this one, so a failed allocation leaves the log unchanged.
+		if left >= minBlank {
+			if err := m.ensureAllocated(w + minBlank); err != nil {
+				return AppendResult{}, err
+			}
+		}
 		next, err := l.nextFileLocked(m)
 		if err != nil {
 			return AppendResult{}, err
@@ -202,6 +209,13 @@ func (l *CommitLog) appendLocked(crc uint32, key, payload []byte, size int64) (A
 		m.advanceWrote(left)
 		m, w = next, 0
 	}
+	// Never write where no block is allocated: on a full disk that would
+	// be SIGBUS through the mapping (grow.go). Failing here leaves the log
+	// unchanged (after a roll, the closed file and the empty new one are
+	// as consistent as before), so ENOSPC is not sticky.
+	if err := m.ensureAllocated(w + size); err != nil {
+		return AppendResult{}, err
+	}
 	if l.pwrites(m) {
 		if err := l.pwriteEntry(m, w, crc, key, payload, size); err != nil {
 			return AppendResult{}, l.stick("append", err)
@@ -210,6 +224,7 @@ func (l *CommitLog) appendLocked(crc uint32, key, payload []byte, size int64) (A
 		return AppendResult{}, l.stick("append", err)
 	}
 	m.advanceWrote(size)
+	l.alloc.needGrow(m.from + w + size)
 	return AppendResult{Pos: m.from + w, Size: int32(size)}, nil
 }
 

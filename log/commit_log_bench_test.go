@@ -118,12 +118,12 @@ func BenchmarkWarm(b *testing.B) {
 			b.SetBytes(size)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				m, err := createMappedFile(dir, int64(i)*size, size, nil)
+				m, err := createMappedFile(dir, int64(i)*size, size, size, true, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				warm(m, &cfg, nil)
+				warmRange(m, &cfg, 0, size, nil)
 				b.StopTimer()
 				m.unlink.Store(true)
 				m.retire()

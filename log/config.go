@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Config configures a CommitLog. The zero value of every field means its
@@ -43,6 +44,13 @@ type Config struct {
 	// operator accepts); without it such an entry stops Open with a
 	// *CorruptionError.
 	TruncateCorrupt bool
+	// AllocateAhead is the least the log keeps allocated on disk ahead of
+	// its write position; under load the lead grows to AllocateHorizon of
+	// writes, up to one file (grow.go). Default 4 MiB, at most FileSize.
+	AllocateAhead int64
+	// AllocateHorizon is how many seconds of writes, at the rate last
+	// measured, the allocator keeps allocated ahead. Default 1 s.
+	AllocateHorizon time.Duration
 	// AllocateHook, when set, runs before each new file is allocated; an
 	// error from it fails that allocation as if fallocate had. Tests use it
 	// to simulate a full disk.
@@ -62,6 +70,13 @@ func (c *Config) withDefaults() {
 	}
 	if c.KeySize == 0 {
 		c.KeySize = 20
+	}
+	if c.AllocateAhead == 0 {
+		c.AllocateAhead = 4 << 20
+	}
+	c.AllocateAhead = min(alignUp(c.AllocateAhead, pageSize), c.FileSize)
+	if c.AllocateHorizon == 0 {
+		c.AllocateHorizon = time.Second
 	}
 	if c.WarmFlushPages == 0 {
 		c.WarmFlushPages = 4096
@@ -136,6 +151,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Warm < WarmFault || c.Warm > WarmNone {
 		errs = append(errs, fmt.Errorf("log: unknown Warm mode %d", c.Warm))
+	}
+	if c.AllocateAhead < 0 || c.AllocateHorizon < 0 {
+		errs = append(errs, fmt.Errorf("log: AllocateAhead %d and AllocateHorizon %v must not be negative", c.AllocateAhead, c.AllocateHorizon))
 	}
 	if c.PoolBuffers < 0 {
 		errs = append(errs, fmt.Errorf("log: PoolBuffers %d is negative", c.PoolBuffers))

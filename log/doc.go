@@ -14,6 +14,14 @@
 // Global positions run across files: the byte at position p lives in file
 // p - p%FileSize at offset p%FileSize.
 //
+// Every file has its full size from creation, but only a prefix of it is
+// backed by allocated blocks; the rest is a hole that reads as zeros. The
+// allocator keeps a lead of allocated bytes ahead of the write position that
+// follows the write rate (AllocateAhead when idle, up to a file under load),
+// and nothing is ever written past the allocated prefix: a store into an
+// unbacked page of a full disk would be SIGBUS, so the appender allocates
+// what is missing itself and reports ENOSPC as an ordinary error (grow.go).
+//
 // # Entry
 //
 //	0        4        8        12            12+KeySize
@@ -62,7 +70,8 @@
 // otherwise read back as valid entries after a later crash). An invalid entry
 // below the durable position is corruption of acknowledged data: Open stops
 // with a *CorruptionError naming the file and offset, unless the operator
-// set TruncateCorrupt. A last file shorter than the file size is extended.
+// set TruncateCorrupt. A last file shorter than the file size is extended
+// (in length only). The zeroed tail is punched out, giving its blocks back.
 //
 // # Errors
 //
@@ -83,6 +92,7 @@
 // file list is an immutable slice behind an atomic pointer. Lock order:
 //
 //	caller's locks (partition.mu) → CommitLog.putMu → MappedFileQueue.mu
+//	CommitLog.putMu → MappedFile.growMu (the appender allocating for itself)
 //	MappedFileQueue.flushMu / commitMu → MappedFile.commitMu → pool mutex
 //
 // Files are reference counted: Hold before touching a file's bytes or

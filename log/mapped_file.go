@@ -99,34 +99,54 @@ type MappedFile struct {
 	// loadedSize is the file's size on disk when it was loaded (before any
 	// extension); only recovery reads it.
 	loadedSize int64
+
+	// allocated is how many bytes from the file's start are backed by
+	// allocated blocks (see grow.go); nothing is ever written at or past
+	// it. It equals size for a file allocated whole. It only grows, under
+	// growMu, except when zeroFrom gives the tail back.
+	allocated atomic.Int64
+	// growMu serialises fallocate calls on the file.
+	growMu sync.Mutex
+	// allocHook is Config.AllocateHook, run before each allocation.
+	allocHook func(path string, size int64) error
+	// sparse is set when the file is allocated as it fills: past
+	// allocated it may be a hole.
+	sparse bool
+	// zeroFill makes grow write zeros instead of calling fallocate (files
+	// filled through the mapping by small appends, see grow).
+	zeroFill bool
 }
 
-// fallocateFunc allocates disk blocks for a file; tests replace it through
-// Config.AllocateHook to simulate a full disk.
-var fallocateFunc = func(f *os.File, size int64) error {
+// fallocateRange allocates disk blocks for [off, off+n) of f, leaving any
+// data already there alone.
+func fallocateRange(f *os.File, off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
 	for {
-		err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+		err := unix.Fallocate(int(f.Fd()), 0, off, n)
 		if err == unix.EINTR {
 			continue
 		}
 		if err == unix.EOPNOTSUPP {
 			// Filesystems without fallocate: writing zeros is the only way to
-			// have every block backed. Slow, but correct.
-			return writeZeros(f, 0, size)
+			// have every block backed. Slow, but correct; callers only ask
+			// for ranges that hold no data yet.
+			return writeZeros(f, off, n)
 		}
 		return err
 	}
 }
 
+// zeros is a block of zeros that writeZeros writes from; nothing writes
+// into it.
+var zeros [64 << 10]byte
+
 // writeZeros fills [off, off+n) of f with zeros through pwrite.
 func writeZeros(f *os.File, off, n int64) error {
-	zero := make([]byte, 1<<20)
 	for n > 0 {
-		chunk := int64(len(zero))
-		if chunk > n {
-			chunk = n
-		}
-		if _, err := f.WriteAt(zero[:chunk], off); err != nil {
+		chunk := min(int64(len(zeros)), n)
+		if _, err := f.WriteAt(zeros[:chunk], off); err != nil {
 			return err
 		}
 		off += chunk
@@ -135,14 +155,18 @@ func writeZeros(f *os.File, off, n int64) error {
 	return nil
 }
 
-// createMappedFile creates the file for global offset from in dir, allocates
-// every block of it (fallocate, never a sparse file: a store into an
-// unbacked page of a full disk is SIGBUS, not an error), makes the new name
-// durable with an fsync of the directory, and maps it.
-func createMappedFile(dir string, from, size int64, hook func(path string, size int64) error) (*MappedFile, error) {
+// createMappedFile creates the file for global offset from in dir, sized
+// size, allocates blocks for its first initial bytes (fallocate, never a
+// sparse write: a store into an unbacked page of a full disk is SIGBUS, not
+// an error), makes the new name durable with an fsync of the directory, and
+// maps it (without syncDir the caller makes the name durable before it
+// relies on it). With initial < size the rest stays a hole that grow allocates
+// ahead of the appends (grow.go); initial == size allocates it whole.
+func createMappedFile(dir string, from, size, initial int64, syncDir bool, hook func(path string, size int64) error) (*MappedFile, error) {
 	path := filepath.Join(dir, FileName(from))
+	initial = min(max(alignUp(initial, pageSize), 0), size)
 	if hook != nil {
-		if err := hook(path, size); err != nil {
+		if err := hook(path, initial); err != nil {
 			return nil, fmt.Errorf("allocate %s: %w", path, err)
 		}
 	}
@@ -150,15 +174,26 @@ func createMappedFile(dir string, from, size int64, hook func(path string, size 
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	if err := fallocateFunc(f, size); err != nil {
+	if initial < size {
+		// The size first, then the blocks: a hole reads as zeros, which is
+		// what recovery expects past the data.
+		if err := f.Truncate(size); err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, fmt.Errorf("size %s: %w", path, err)
+		}
+	}
+	if err := fallocateRange(f, 0, initial); err != nil {
 		f.Close()
 		os.Remove(path)
 		return nil, fmt.Errorf("allocate %s: %w", path, err)
 	}
-	if err := SyncDir(dir); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, err
+	if syncDir {
+		if err := SyncDir(dir); err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, err
+		}
 	}
 	m, err := mapFile(f, path, from, size)
 	if err != nil {
@@ -166,12 +201,17 @@ func createMappedFile(dir string, from, size int64, hook func(path string, size 
 		os.Remove(path)
 		return nil, err
 	}
+	m.allocated.Store(initial)
+	m.allocHook = hook
+	m.sparse = initial < size
 	return m, nil
 }
 
 // openMappedFile maps an existing file. A file shorter than size (cut by a
-// crash during allocation, or by a test) is extended back to size.
-func openMappedFile(path string, from, size int64) (*MappedFile, error) {
+// crash during allocation, or by a test) is extended back to size: with
+// sparse, only in length (grow allocates blocks before anything is written
+// there, and the file counts nothing as allocated); else with every block.
+func openMappedFile(path string, from, size int64, sparse bool) (*MappedFile, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -186,7 +226,11 @@ func openMappedFile(path string, from, size int64) (*MappedFile, error) {
 		return nil, fmt.Errorf("open %s: size %d is larger than the configured file size %d", path, st.Size(), size)
 	}
 	if st.Size() < size {
-		if err := fallocateFunc(f, size); err != nil {
+		extend := func() error { return fallocateRange(f, st.Size(), size-st.Size()) }
+		if sparse {
+			extend = func() error { return f.Truncate(size) }
+		}
+		if err := extend(); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("extend %s: %w", path, err)
 		}
@@ -196,6 +240,10 @@ func openMappedFile(path string, from, size int64) (*MappedFile, error) {
 		f.Close()
 		return nil, err
 	}
+	if !sparse {
+		m.allocated.Store(size)
+	}
+	m.sparse = sparse
 	return m, nil
 }
 
@@ -448,19 +496,35 @@ func (m *MappedFile) setPositions(n int64) {
 
 // zeroFrom clears [off, size) of the file and makes that durable, so that
 // stale bytes after a recovery cut can never be read back as entries after a
-// later crash. It tries FALLOC_FL_ZERO_RANGE, then punching a hole and
-// re-allocating it, then plain writes.
+// later crash. A file allocated as it fills (sparse) gets its tail punched
+// out, which gives the blocks back, and grow allocates them again before
+// anything is written there. A file allocated whole keeps its blocks: it
+// tries FALLOC_FL_ZERO_RANGE, then punching a hole and re-allocating it,
+// then plain writes.
 func (m *MappedFile) zeroFrom(off int64) error {
 	n := m.size - off
 	if n <= 0 {
 		return nil
 	}
 	fd := int(m.file.Fd())
-	err := unix.Fallocate(fd, unix.FALLOC_FL_ZERO_RANGE|unix.FALLOC_FL_KEEP_SIZE, off, n)
-	if err != nil {
+	var err error
+	if m.sparse {
+		m.growMu.Lock()
 		err = unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
 		if err == nil {
-			err = unix.Fallocate(fd, 0, off, n)
+			// Blocks wholly inside the range are gone. Count from off
+			// itself, never below: a zero-filling grow writes from there,
+			// and below off is data.
+			m.allocated.Store(min(m.allocated.Load(), off))
+		}
+		m.growMu.Unlock()
+	} else {
+		err = unix.Fallocate(fd, unix.FALLOC_FL_ZERO_RANGE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+		if err != nil {
+			err = unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+			if err == nil {
+				err = unix.Fallocate(fd, 0, off, n)
+			}
 		}
 	}
 	if err != nil {

@@ -11,25 +11,41 @@ import (
 // uses its MappedFile. Such files have no pool buffer and no framing: the
 // owner decides what the bytes mean.
 
-// CreateMappedFile creates dir/FileName(from), allocates all size bytes
-// (fallocate, never sparse), fsyncs dir so the name is durable, and maps it.
-// Its positions start at 0.
+// CreateMappedFile creates dir/FileName(from) of size bytes, allocates
+// blocks for its first page only (by writing zeros: see grow), and maps
+// it. The new name is not yet
+// durable: the owner fsyncs dir (SyncDir) before it relies on the file
+// surviving a crash, which lets it share one directory sync among many new
+// files. The rest is allocated as the file fills: AppendBytes and
+// Reserve allocate before anything is written (grow.go), in steps that
+// double up to a MiB, so that a store into the mapping never meets an
+// unbacked page on a full disk (SIGBUS). Its positions start at 0.
 func CreateMappedFile(dir string, from, size int64) (*MappedFile, error) {
-	m, err := createMappedFile(dir, from, size, nil)
+	m, err := createMappedFile(dir, from, size, 0, false, nil)
 	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	m.sparse, m.zeroFill = true, true
+	if err := m.ensureAllocated(pageSize); err != nil {
+		m.unlink.Store(true)
+		m.retire()
 		return nil, fmt.Errorf("log: %w", err)
 	}
 	return m, nil
 }
 
 // OpenMappedFile maps the existing file dir/FileName(from), extending it to
-// size if it is shorter. All its positions start at size; the owner sets
-// them with SetPosition once it knows where its data ends.
+// size (in length only) if it is shorter. All its positions start at size;
+// the owner sets them with SetPosition once it knows where its data ends.
+// What is allocated is not known after a load, so the first append
+// allocates from the start again (fallocate leaves allocated blocks and
+// their data alone).
 func OpenMappedFile(dir string, from, size int64) (*MappedFile, error) {
-	m, err := openMappedFile(filepath.Join(dir, FileName(from)), from, size)
+	m, err := openMappedFile(filepath.Join(dir, FileName(from)), from, size, true)
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
 	}
+	m.zeroFill = true
 	m.setPositions(size)
 	return m, nil
 }
@@ -38,12 +54,17 @@ func OpenMappedFile(dir string, from, size int64) (*MappedFile, error) {
 func ParseFileName(name string) (int64, bool) { return parseFileName(name) }
 
 // AppendBytes copies b into the mapping at the wrote position and advances
-// it; ErrOutOfRange if b does not fit. Only one goroutine may append to a
-// file at a time. Faults on the mapping become ErrFault.
+// it; ErrOutOfRange if b does not fit. Blocks are allocated first where
+// needed; a full disk then fails the append with an error wrapping ENOSPC,
+// which changes nothing. Only one goroutine may append to a file at a
+// time. Faults on the mapping become ErrFault.
 func (m *MappedFile) AppendBytes(b []byte) (int64, error) {
 	w := m.wrote.Load()
 	if w+int64(len(b)) > m.size {
 		return w, fmt.Errorf("%w: %d bytes at %d in %s of %d", ErrOutOfRange, len(b), w, m.path, m.size)
+	}
+	if err := m.ensureAllocated(w + int64(len(b))); err != nil {
+		return w, err
 	}
 	if err := guardFault(func() { copy(m.data[w:], b) }); err != nil {
 		return w, err
@@ -52,9 +73,23 @@ func (m *MappedFile) AppendBytes(b []byte) (int64, error) {
 	return w, nil
 }
 
+// Reserve allocates blocks so that the next n bytes appended find them, or
+// returns the error (wrapping ENOSPC on a full disk) without changing
+// anything: an owner that must not fail after a point of no return
+// reserves before it.
+func (m *MappedFile) Reserve(n int64) error {
+	return m.ensureAllocated(min(m.wrote.Load()+n, m.size))
+}
+
 // SetPosition sets the wrote, committed and flushed positions to n, after
-// the owner found where its valid data ends (load and recovery).
-func (m *MappedFile) SetPosition(n int64) { m.setPositions(n) }
+// the owner found where its valid data ends (load and recovery). The bytes
+// below n count as allocated: they hold data.
+func (m *MappedFile) SetPosition(n int64) {
+	m.setPositions(n)
+	m.growMu.Lock()
+	m.allocated.Store(max(m.allocated.Load(), n))
+	m.growMu.Unlock()
+}
 
 // Flush msyncs the written bytes when at least leastPages pages are dirty
 // (0: any byte) and returns the flushed position.

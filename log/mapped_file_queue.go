@@ -68,7 +68,7 @@ func (q *MappedFileQueue) load() error {
 			closeAll(files)
 			return fmt.Errorf("load %s: %w", path, err)
 		}
-		m, err := openMappedFile(path, from, q.size)
+		m, err := openMappedFile(path, from, q.size, true)
 		if err != nil {
 			closeAll(files)
 			return err

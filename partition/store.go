@@ -460,10 +460,11 @@ func (s *Store) DeleteTopic(id TopicID) error {
 			errs = append(errs, err)
 		}
 	}
-	// Persist the deletion of their offsets at once.
-	if err := s.Checkpoint(); err != nil {
-		errs = append(errs, err)
-	}
+	// No checkpoint here: recovery takes partitions from the topics it is
+	// given, so the deleted topic's entry in the last checkpoint is
+	// ignored until the next one drops it. Checkpointing every partition
+	// per deleted topic made deleting 2,000 topics of 10,000 partitions
+	// take minutes.
 	return errors.Join(errs...)
 }
 

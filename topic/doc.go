@@ -56,27 +56,39 @@
 //
 // # Persistence
 //
-// The registry lives in one file, <data>/metadata/topics: JSON with a
-// format version and a CRC-32C of the topic list (persist.go draws it).
-// Every mutation writes the whole file before it returns success: a
-// temporary file in the same directory, fsynced, renamed over the old one,
-// then the directory fsynced. A crash at any point leaves the old state or
-// the new one: Open removes leftover temporary files without reading them,
-// and refuses a file it cannot trust with a *CorruptionError naming it
-// rather than starting with a guess. Ids survive restarts. A mutation whose
-// write fails returns the error and changes nothing in memory; if only the
-// final directory fsync failed, the new state may still be on disk.
+// The registry lives in <data>/metadata/topics, JSON with a format version
+// and a CRC-32C of the topic list (persist.go draws it), plus a journal of
+// the mutations made since, <data>/metadata/topics.journal (journal.go
+// draws it). A mutation appends one CRC'd record to the journal and returns
+// once an fdatasync covers it; concurrent mutations share those syncs (a
+// group commit), so a topic creation costs about one fdatasync of a small
+// append, and one CreateTopics request for many topics a few. Open, and a
+// mutation that finds the journal longer than 4 MiB, compact: the whole
+// state goes to the topics file (a temporary file, fsynced, renamed over
+// the old one, the directory fsynced) and an empty journal based on it
+// replaces the old one. A journal names the topics file it follows (the
+// CRC and length of its topic list), so one left over from before a
+// compaction is ignored. A crash at any point leaves the old state or the
+// new one: a torn last record was never acknowledged and is dropped,
+// leftover temporary files are removed without being read, and a file
+// that cannot be trusted stops Open with a *CorruptionError naming it
+// rather than starting with a guess. Ids survive restarts. A mutation
+// whose append fails returns the error and changes nothing; a failed
+// fdatasync fails every later mutation (the page cache can no longer be
+// trusted) until a restart.
 //
 // # Concurrency
 //
 // Get, ByID and List read an immutable snapshot through an atomic pointer:
 // no lock, and no allocation for Get and ByID, which the produce and fetch
-// paths call per partition. Mutations are serialized by Registry.mu, which
-// is held while the file is written and while the OnChange function runs;
-// that function must not call back into a mutating method. Lock order for
-// callers: take no partition lock while calling a mutating method, since
-// OnChange calls into the partition layer with Registry.mu held
-// (Registry.mu, then partition locks).
+// paths call per partition. Mutations are validated and appended under
+// Registry.mu against the head state (every accepted mutation), then wait
+// for their sync without it; a mutation becomes visible to lookups, and is
+// told to the OnChange function, only once durable, in the order the
+// mutations were accepted (under Registry.pubMu). OnChange must not call
+// back into a mutating method. Lock order for callers: take no partition
+// lock while calling a mutating method, since OnChange calls into the
+// partition layer (Registry.mu, then Registry.pubMu, then partition locks).
 //
 // # Differences from Kafka
 //

@@ -27,6 +27,17 @@ func newTestRegistry(t *testing.T, opts ...Option) (*Registry, string) {
 	return r, dir
 }
 
+// compact writes the registry's state to the topics file and empties the
+// journal, as Open and a long journal do.
+func compact(t *testing.T, r *Registry) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.compactLocked(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // mustCreate creates a topic or fails the test.
 func mustCreate(t *testing.T, r *Registry, name string, partitions int32, configs map[string]*string) Topic {
 	t.Helper()

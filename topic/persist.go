@@ -68,133 +68,159 @@ type fileEnvelope struct {
 // leaving its files behind as a killed process would.
 var errCrash = klog.ErrSimulatedCrash
 
-// encode returns the file contents for s.
-func encode(s *snapshot) ([]byte, error) {
+// toFile is t as the file and the journal store it.
+func toFile(t *Topic) fileTopic {
+	return fileTopic{Name: t.Name, ID: t.ID, Partitions: t.Partitions, Internal: t.Internal, Configs: t.Configs.set}
+}
+
+// encode returns the file contents for s and the journal base they make.
+func encode(s *snapshot) ([]byte, journalBase, error) {
 	list := make([]fileTopic, 0, len(s.sorted))
 	for _, t := range s.sorted {
-		list = append(list, fileTopic{
-			Name: t.Name, ID: t.ID, Partitions: t.Partitions, Internal: t.Internal,
-			Configs: t.Configs.set,
-		})
+		list = append(list, toFile(t))
 	}
 	body, err := json.Marshal(list)
 	if err != nil {
-		return nil, fmt.Errorf("topic: encode topics: %w", err)
+		return nil, journalBase{}, fmt.Errorf("topic: encode topics: %w", err)
 	}
 	v, sum := formatVersion, crc32.Checksum(body, castagnoli)
 	out, err := json.MarshalIndent(fileEnvelope{Version: &v, Checksum: &sum, Topics: body}, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("topic: encode topics: %w", err)
+		return nil, journalBase{}, fmt.Errorf("topic: encode topics: %w", err)
 	}
-	return append(out, '\n'), nil
+	return append(out, '\n'), baseOf(body), nil
 }
 
 // decode parses file contents into a snapshot, checking everything a
 // damaged or hand-edited file could get wrong. Topics are resolved against d.
-func decode(path string, data []byte, d *Defaults) (*snapshot, error) {
+func decode(path string, data []byte, d *Defaults) (*snapshot, journalBase, error) {
 	corrupt := func(format string, args ...any) error {
 		return &CorruptionError{File: path, Reason: fmt.Sprintf(format, args...)}
 	}
 	var env fileEnvelope
 	if err := json.Unmarshal(data, &env); err != nil {
-		return nil, corrupt("not valid JSON: %v", err)
+		return nil, journalBase{}, corrupt("not valid JSON: %v", err)
 	}
 	switch {
 	case env.Version == nil:
-		return nil, corrupt("no format version")
+		return nil, journalBase{}, corrupt("no format version")
 	case *env.Version != formatVersion:
-		return nil, corrupt("format version %d, this kbroker reads version %d", *env.Version, formatVersion)
+		return nil, journalBase{}, corrupt("format version %d, this kbroker reads version %d", *env.Version, formatVersion)
 	case env.Checksum == nil:
-		return nil, corrupt("no checksum")
+		return nil, journalBase{}, corrupt("no checksum")
 	case env.Topics == nil:
-		return nil, corrupt("no topics array")
+		return nil, journalBase{}, corrupt("no topics array")
 	}
 	var body bytes.Buffer
 	if err := json.Compact(&body, env.Topics); err != nil {
-		return nil, corrupt("topics array: %v", err)
+		return nil, journalBase{}, corrupt("topics array: %v", err)
 	}
 	if sum := crc32.Checksum(body.Bytes(), castagnoli); sum != *env.Checksum {
-		return nil, corrupt("checksum mismatch: file says %d, topics array has %d", *env.Checksum, sum)
+		return nil, journalBase{}, corrupt("checksum mismatch: file says %d, topics array has %d", *env.Checksum, sum)
 	}
 	var list []fileTopic
 	if err := json.Unmarshal(body.Bytes(), &list); err != nil {
-		return nil, corrupt("topics array: %v", err)
+		return nil, journalBase{}, corrupt("topics array: %v", err)
 	}
 	s := emptySnapshot()
 	for i, ft := range list {
-		if err := ValidateName(ft.Name); err != nil {
-			return nil, corrupt("topic %d: %v", i, err)
+		if reason := checkFileTopic(&ft); reason != "" {
+			return nil, journalBase{}, corrupt("topic %d: %s", i, reason)
 		}
 		switch {
-		case ft.ID.IsZero():
-			return nil, corrupt("topic %s: zero id", ft.Name)
-		case ft.Partitions < 1:
-			return nil, corrupt("topic %s: %d partitions", ft.Name, ft.Partitions)
-		case ft.Internal != IsInternal(ft.Name):
-			return nil, corrupt("topic %s: internal is %t", ft.Name, ft.Internal)
 		case s.byName[ft.Name] != nil:
-			return nil, corrupt("topic %s listed twice", ft.Name)
+			return nil, journalBase{}, corrupt("topic %s listed twice", ft.Name)
 		case s.byID[ft.ID] != nil:
-			return nil, corrupt("topics %s and %s have the same id %s", s.byID[ft.ID].Name, ft.Name, ft.ID)
+			return nil, journalBase{}, corrupt("topics %s and %s have the same id %s", s.byID[ft.ID].Name, ft.Name, ft.ID)
 		}
 		if other, ok := s.byKey[collisionKey(ft.Name)]; ok {
-			return nil, corrupt("topics %s and %s collide", other, ft.Name)
+			return nil, journalBase{}, corrupt("topics %s and %s collide", other, ft.Name)
 		}
-		set, err := validateSet(ft.Configs)
+		t, err := fromFile(&ft, d)
 		if err != nil {
-			return nil, corrupt("topic %s: %v", ft.Name, err)
+			return nil, journalBase{}, corrupt("topic %s: %v", ft.Name, err)
 		}
-		s.add(&Topic{Name: ft.Name, ID: ft.ID, Partitions: ft.Partitions, Internal: ft.Internal, Configs: resolve(set, d)})
+		s.add(t)
 	}
 	// The writer sorts; a hand-edited file need not be.
 	slices.SortFunc(s.sorted, func(a, b *Topic) int { return strings.Compare(a.Name, b.Name) })
-	return s, nil
+	return s, baseOf(body.Bytes()), nil
+}
+
+// checkFileTopic checks what a stored topic can get wrong on its own, and
+// returns why it cannot be trusted, or "".
+func checkFileTopic(ft *fileTopic) string {
+	if err := ValidateName(ft.Name); err != nil {
+		return err.Error()
+	}
+	switch {
+	case ft.ID.IsZero():
+		return fmt.Sprintf("topic %s: zero id", ft.Name)
+	case ft.Partitions < 1:
+		return fmt.Sprintf("topic %s: %d partitions", ft.Name, ft.Partitions)
+	case ft.Internal != IsInternal(ft.Name):
+		return fmt.Sprintf("topic %s: internal is %t", ft.Name, ft.Internal)
+	}
+	return ""
+}
+
+// fromFile resolves a stored topic's configs against d.
+func fromFile(ft *fileTopic, d *Defaults) (*Topic, error) {
+	set, err := validateSet(ft.Configs)
+	if err != nil {
+		return nil, err
+	}
+	return &Topic{Name: ft.Name, ID: ft.ID, Partitions: ft.Partitions, Internal: ft.Internal, Configs: resolve(set, d)}, nil
 }
 
 // load reads <dir>/topics, creating dir when it does not exist and removing
-// temporary files left by a crash. A missing file is an empty registry.
-func load(dir string, d *Defaults) (*snapshot, error) {
+// temporary files left by a crash. A missing file is an empty registry
+// (found false).
+func load(dir string, d *Defaults) (s *snapshot, base journalBase, found bool, err error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("topic: create %s: %w", dir, err)
+			return nil, journalBase{}, false, fmt.Errorf("topic: create %s: %w", dir, err)
 		}
 		// Make the new directory's own entry durable before files go in it.
 		if err := klog.SyncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
-			return nil, err
+			return nil, journalBase{}, false, err
 		}
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("topic: read %s: %w", dir, err)
+		return nil, journalBase{}, false, fmt.Errorf("topic: read %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		if n := e.Name(); n == fileName+klog.TempSuffix || strings.HasPrefix(n, oldTempPrefix) && strings.HasSuffix(n, klog.TempSuffix) {
+		if n := e.Name(); n == fileName+klog.TempSuffix || n == journalName+klog.TempSuffix ||
+			strings.HasPrefix(n, oldTempPrefix) && strings.HasSuffix(n, klog.TempSuffix) {
 			// A write that never reached its rename: the real file is intact.
 			if err := os.Remove(filepath.Join(dir, n)); err != nil {
-				return nil, fmt.Errorf("topic: remove leftover %s: %w", filepath.Join(dir, n), err)
+				return nil, journalBase{}, false, fmt.Errorf("topic: remove leftover %s: %w", filepath.Join(dir, n), err)
 			}
 		}
 	}
 	path := filepath.Join(dir, fileName)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return emptySnapshot(), nil
+		return emptySnapshot(), journalBase{}, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("topic: read %s: %w", path, err)
+		return nil, journalBase{}, false, fmt.Errorf("topic: read %s: %w", path, err)
 	}
-	return decode(path, data, d)
+	s, base, err = decode(path, data, d)
+	return s, base, err == nil, err
 }
 
-// persistLocked writes s to <dir>/topics atomically and durably.
-func (r *Registry) persistLocked(s *snapshot) error {
-	data, err := encode(s)
+// persistLocked writes s to <dir>/topics atomically and durably, and
+// returns the journal base of the new file.
+func (r *Registry) persistLocked(s *snapshot) (base journalBase, err error) {
+	data, base, err := encode(s)
 	if err != nil {
-		return err
+		return base, err
 	}
 	path := filepath.Join(r.dir, fileName)
 	if err := klog.WriteFileAtomicHooked(path, data, r.crashHook); err != nil {
-		return fmt.Errorf("topic: persist %s: %w", path, err)
+		return base, fmt.Errorf("topic: persist %s: %w", path, err)
 	}
-	return nil
+	return base, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -61,8 +62,8 @@ func TestPersistenceRoundTrip(t *testing.T) {
 		t.Fatal("collision not detected after reopen")
 	}
 	mustCreate(t, r2, "doomed", 1, nil)
-	if files := listDir(t, dir); !slices.Equal(files, []string{"topics"}) {
-		t.Fatalf("files in %s: %v, want only topics", dir, files)
+	if files := listDir(t, dir); !slices.Equal(files, []string{"topics", "topics.journal"}) {
+		t.Fatalf("files in %s: %v, want only topics and its journal", dir, files)
 	}
 }
 
@@ -70,6 +71,7 @@ func TestFileFormat(t *testing.T) {
 	t.Parallel()
 	r, dir := newTestRegistry(t)
 	populate(t, r)
+	compact(t, r)
 	data, err := os.ReadFile(filepath.Join(dir, "topics"))
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +135,7 @@ func TestLeftoverTempFilesIgnored(t *testing.T) {
 	t.Parallel()
 	r, dir := newTestRegistry(t)
 	populate(t, r)
+	compact(t, r)
 	want := r.List()
 	good, err := os.ReadFile(filepath.Join(dir, "topics"))
 	if err != nil {
@@ -155,54 +158,87 @@ func TestLeftoverTempFilesIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameTopics(t, r2.List(), want)
-	if files := listDir(t, dir); !slices.Equal(files, []string{"other.tmp", "topics"}) {
+	if files := listDir(t, dir); !slices.Equal(files, []string{"other.tmp", "topics", "topics.journal"}) {
 		t.Fatalf("files after Open: %v, want the leftovers removed", files)
 	}
 }
 
-// TestCrashAtEachStep kills a write at each of its steps and reopens the
-// directory: the state is the old one until the rename, the new one after.
+// TestCrashAtEachStep kills a mutation at each step of its journal append,
+// and a compaction at each step of its file write, and reopens the
+// directory. A journal record torn by the crash was never acknowledged and
+// is not there; a whole one is (the page cache outlives a killed process),
+// and a compaction loses nothing at any step.
 func TestCrashAtEachStep(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		step    string
+		compact bool // crash a compaction rather than an append
+		torn    bool
 		newSeen bool
 	}{
-		{"written", false},
-		{"synced", false},
-		{"renamed", true},
-		{"dir-synced", true},
+		{"journal-written", false, true, false},
+		{"journal-written", false, false, true},
+		{"written", true, true, true},
+		{"synced", true, false, true},
+		{"renamed", true, false, true},
+		{"dir-synced", true, false, true},
 	} {
-		t.Run(tc.step, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/compact=%t/torn=%t", tc.step, tc.compact, tc.torn), func(t *testing.T) {
 			t.Parallel()
 			r, dir := newTestRegistry(t)
 			mustCreate(t, r, "old", 1, nil)
 			before := r.List()
-			r.mu.Lock()
-			r.crashHook = func(step, tmp string) error {
+			if tc.compact {
+				mustCreate(t, r, "new", 1, nil)
+			}
+			hook := func(step, path string) error {
 				if step != tc.step {
 					return nil
 				}
-				if step == "written" {
-					// The write was torn: only part of the data reached the file.
-					if err := os.Truncate(tmp, 10); err != nil {
+				if tc.torn {
+					// The write was torn: only part of it reached the file.
+					if step == "journal-written" {
+						// Zero bytes inside the record (the file is
+						// allocated ahead, so cutting it would not do).
+						f, err := os.OpenFile(path, os.O_RDWR, 0)
+						if err != nil {
+							return err
+						}
+						defer f.Close()
+						if _, err := f.WriteAt(make([]byte, 8), r.journal.tail.Load()+20); err != nil {
+							return err
+						}
+						return errCrash
+					}
+					if err := os.Truncate(path, 10); err != nil {
 						return err
 					}
 				}
 				return errCrash
 			}
+			r.mu.Lock()
+			r.crashHook = hook
+			var err error
+			if tc.compact {
+				err = r.compactLocked()
+			}
 			r.mu.Unlock()
-			if _, err := r.Create("new", 1, nil, false); !errors.Is(err, errCrash) {
-				t.Fatalf("Create during a crash: got %v", err)
+			if !tc.compact {
+				_, err = r.Create("new", 1, nil, false)
+				// The crashed process published nothing.
+				if _, ok := r.Get("new"); ok {
+					t.Fatal("state published although the write did not finish")
+				}
 			}
-			// The crashed process published nothing.
-			if _, ok := r.Get("new"); ok {
-				t.Fatal("state published although the write did not finish")
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("mutation during a crash: got %v", err)
 			}
+			r.journal.close()
 			r2, err := Open(dir, KafkaDefaults())
 			if err != nil {
 				t.Fatalf("Open after a crash at %s: %v", tc.step, err)
 			}
+			defer r2.Close()
 			_, hasNew := r2.Get("new")
 			if hasNew != tc.newSeen {
 				t.Fatalf("after a crash at %s: new topic present %t, want %t", tc.step, hasNew, tc.newSeen)
@@ -210,9 +246,11 @@ func TestCrashAtEachStep(t *testing.T) {
 			if old, ok := r2.Get("old"); !ok || old.ID != before[0].ID {
 				t.Fatalf("after a crash at %s: old topic %+v, %t", tc.step, old, ok)
 			}
-			if files := listDir(t, dir); !slices.Equal(files, []string{"topics"}) {
+			if files := listDir(t, dir); !slices.Equal(files, []string{"topics", "topics.journal"}) {
 				t.Fatalf("files after reopen: %v", files)
 			}
+			// And the reopened registry accepts mutations.
+			mustCreate(t, r2, "after", 1, nil)
 		})
 	}
 }
@@ -225,7 +263,7 @@ func TestWriteErrorKeepsState(t *testing.T) {
 	diskFull := errors.New("no space left on device")
 	r.mu.Lock()
 	r.crashHook = func(step, _ string) error {
-		if step == "synced" {
+		if step == "journal-written" {
 			return diskFull
 		}
 		return nil
@@ -246,7 +284,7 @@ func TestWriteErrorKeepsState(t *testing.T) {
 	if calls != 1 {
 		t.Fatalf("OnChange called %d times, want 1 (for the first Create)", calls)
 	}
-	if files := listDir(t, dir); !slices.Equal(files, []string{"topics"}) {
+	if files := listDir(t, dir); !slices.Equal(files, []string{"topics", "topics.journal"}) {
 		t.Fatalf("a failed write left %v", files)
 	}
 	r.mu.Lock()
@@ -351,6 +389,7 @@ func TestTruncatedFile(t *testing.T) {
 	t.Parallel()
 	r, dir := newTestRegistry(t)
 	populate(t, r)
+	compact(t, r)
 	want := r.List()
 	good, err := os.ReadFile(filepath.Join(dir, "topics"))
 	if err != nil {
@@ -362,7 +401,7 @@ func TestTruncatedFile(t *testing.T) {
 	for n := 0; n < len(good); n++ {
 		// decode is what Open runs on the file's bytes; calling it directly
 		// keeps the loop free of file system work.
-		snap, err := decode(path, good[:n], &d)
+		snap, _, err := decode(path, good[:n], &d)
 		var ce *CorruptionError
 		switch {
 		case errors.As(err, &ce):

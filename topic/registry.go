@@ -1,7 +1,10 @@
 package topic
 
 import (
+	"errors"
+	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -58,13 +61,36 @@ type Registry struct {
 	defaults Defaults
 	onChange func(old, new *Topic) // set at Open, then read-only
 
-	state atomic.Pointer[snapshot] // written under mu, read by anyone
+	state atomic.Pointer[snapshot] // the durable state; written under pubMu, read by anyone
 
-	mu sync.Mutex // serializes mutations: validate, persist, publish, notify
+	mu sync.Mutex // serializes mutations: validate, append to the journal
+	// head is the state with every accepted mutation, durable or not; new
+	// mutations are validated against it. Guarded by mu.
+	head *snapshot
+	// journal holds the mutations since the topics file; replaced (under
+	// mu) by a compaction once it is longer than compactBytes (tests
+	// lower it).
+	journal      *journal
+	compactBytes int64
 	// crashHook, set only by tests, is called at each step of a write
-	// (log.WriteFileAtomicHooked); when it returns errCrash the write
-	// stops there as if the process had died.
+	// (log.WriteFileAtomicHooked, and "journal-written" for a journal
+	// append); when it returns errCrash the write stops there as if the
+	// process had died.
 	crashHook func(step, tempPath string) error // guarded by mu
+
+	// pubMu orders publication: accepted changes become visible (state)
+	// and are told to onChange in the order they were accepted, once
+	// durable. Lock order: mu, then pubMu.
+	pubMu   sync.Mutex
+	pending []*change // guarded by pubMu; appended under mu too
+}
+
+// change is one accepted mutation waiting to be durable and published.
+type change struct {
+	j        *journal
+	end      int64 // durable once j.synced reaches it
+	snap     *snapshot
+	old, new *Topic
 }
 
 // snapshot is one immutable state of the registry.
@@ -120,16 +146,109 @@ func Open(dir string, defaults Defaults, opts ...Option) (*Registry, error) {
 		return nil, err
 	}
 	defaults.Explicit = maps.Clone(defaults.Explicit)
-	r := &Registry{dir: dir, defaults: defaults}
+	r := &Registry{dir: dir, defaults: defaults, compactBytes: journalCompactBytes}
 	for _, o := range opts {
 		o(r)
 	}
-	s, err := load(dir, &r.defaults)
+	s, base, found, err := load(dir, &r.defaults)
 	if err != nil {
 		return nil, err
 	}
+	recs, tail, err := readJournal(dir, base)
+	if err != nil {
+		return nil, err
+	}
+	if s, err = replay(s, recs, filepath.Join(dir, journalName), &r.defaults); err != nil {
+		return nil, err
+	}
+	if r.journal, err = r.startJournal(s, base, found, len(recs), tail); err != nil {
+		return nil, err
+	}
+	r.head = s
 	r.state.Store(s)
 	return r, nil
+}
+
+// startJournal compacts at Open: the topics file takes in the journal's
+// records (or is written for the first time), and an empty journal based
+// on it starts, so that start-up never replays a long one. When that
+// cannot be written (a full disk: a restart must need no space), the
+// existing journal is appended to where its records end if the topics
+// file on disk is still the one it follows; otherwise the registry opens
+// without a journal, and each mutation tries to start one (failing, with
+// the disk's error, while there is no space).
+func (r *Registry) startJournal(s *snapshot, base journalBase, found bool, records int, tail int64) (*journal, error) {
+	rewrite := records > 0 || !found
+	newBase := base
+	var err error
+	if rewrite {
+		newBase, err = r.persistLocked(s)
+	}
+	if err == nil && r.crashHook != nil {
+		err = r.crashHook("journal-create", filepath.Join(r.dir, journalName))
+	}
+	if err == nil {
+		var j *journal
+		if j, err = createJournal(r.dir, newBase); err == nil {
+			return j, nil
+		}
+	}
+	// Nothing new could be written. Without a rewrite attempted, the
+	// journal on disk still follows the topics file: append to it. After
+	// one (which may have replaced the file before failing), only a new
+	// journal is safe; each mutation tries to start it.
+	if tail > 0 && !rewrite {
+		return openJournal(r.dir, tail)
+	}
+	return missingJournal(r.dir, err), nil
+}
+
+// missingJournal stands for a journal that could not be created: its
+// sticky error fails appends until a mutation starts a real one.
+func missingJournal(dir string, cause error) *journal {
+	j := &journal{path: filepath.Join(dir, journalName)}
+	failed := fmt.Errorf("topic: no journal to record changes in: %w", cause)
+	j.err.Store(&failed)
+	return j
+}
+
+// Close closes the journal. Mutations after Close fail; lookups go on.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.journal == nil {
+		return nil
+	}
+	err := r.journal.retireLocked()
+	closed := errors.New("topic: registry closed")
+	r.journal.err.Store(&closed)
+	return err
+}
+
+// replay applies journal records to s.
+func replay(s *snapshot, recs []journalRecord, path string, d *Defaults) (*snapshot, error) {
+	for i, rec := range recs {
+		corrupt := func(format string, args ...any) error {
+			return &CorruptionError{File: path, Reason: fmt.Sprintf("record %d: ", i) + fmt.Sprintf(format, args...)}
+		}
+		if rec.Del != "" {
+			old, ok := s.byName[rec.Del]
+			if !ok {
+				return nil, corrupt("deletes topic %s, which does not exist", rec.Del)
+			}
+			s = s.with(old, nil)
+			continue
+		}
+		if reason := checkFileTopic(rec.Put); reason != "" {
+			return nil, corrupt("%s", reason)
+		}
+		t, err := fromFile(rec.Put, d)
+		if err != nil {
+			return nil, corrupt("topic %s: %v", rec.Put.Name, err)
+		}
+		s = s.with(s.byName[t.Name], t)
+	}
+	return s, nil
 }
 
 // Defaults returns the broker-level defaults the registry resolves topics with.
@@ -207,12 +326,21 @@ func (r *Registry) create(name string, partitions int32, configs map[string]*str
 		return Topic{}, errorf(kerr.InvalidRequest, "creation of internal topic %s is prohibited", name)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.state.Load()
+	locked := true
+	defer func() {
+		if locked {
+			r.mu.Unlock()
+		}
+	}()
+	s := r.head
 	if _, ok := s.byName[name]; ok {
+		locked = false
+		r.settleUnlock()
 		return Topic{}, errorf(kerr.TopicAlreadyExists, "topic '%s' already exists", name)
 	}
 	if other, ok := s.byKey[collisionKey(name)]; ok {
+		locked = false
+		r.settleUnlock()
 		return Topic{}, errorf(kerr.InvalidTopicException, "topic '%s' collides with existing topic: %s", name, other)
 	}
 	c, err := NewConfigs(configs, r.defaults)
@@ -233,7 +361,13 @@ func (r *Registry) create(name string, partitions int32, configs map[string]*str
 	for s.byID[t.ID] != nil {
 		t.ID = newID()
 	}
-	if err := r.commitLocked(s, nil, t); err != nil {
+	ch, err := r.commitLocked(s, nil, t)
+	if err != nil {
+		return Topic{}, err
+	}
+	locked = false
+	r.mu.Unlock()
+	if err := r.await(ch); err != nil {
 		return Topic{}, err
 	}
 	return *t, nil
@@ -245,16 +379,22 @@ func (r *Registry) create(name string, partitions int32, configs map[string]*str
 // depend on them).
 func (r *Registry) Delete(name string) (Topic, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.state.Load()
+	s := r.head
 	t, ok := s.byName[name]
 	if !ok {
+		r.settleUnlock()
 		return Topic{}, errorf(kerr.UnknownTopicOrPartition, "topic '%s' does not exist", name)
 	}
 	if t.Internal || isReserved(name) {
+		r.mu.Unlock()
 		return Topic{}, errorf(kerr.InvalidRequest, "deletion of internal topic %s is prohibited", name)
 	}
-	if err := r.commitLocked(s, t, nil); err != nil {
+	c, err := r.commitLocked(s, t, nil)
+	r.mu.Unlock()
+	if err == nil {
+		err = r.await(c)
+	}
+	if err != nil {
 		return Topic{}, err
 	}
 	return *t, nil
@@ -269,10 +409,17 @@ func (r *Registry) Delete(name string) (Topic, error) {
 // changes; the returned topic shows the result.
 func (r *Registry) CreatePartitions(name string, total int32, validateOnly bool) (Topic, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.state.Load()
+	locked := true
+	defer func() {
+		if locked {
+			r.mu.Unlock()
+		}
+	}()
+	s := r.head
 	t, ok := s.byName[name]
 	if !ok {
+		locked = false
+		r.settleUnlock()
 		return Topic{}, errorf(kerr.UnknownTopicOrPartition, "topic '%s' does not exist", name)
 	}
 	if t.Internal {
@@ -290,7 +437,13 @@ func (r *Registry) CreatePartitions(name string, total int32, validateOnly bool)
 	if validateOnly {
 		return nu, nil
 	}
-	if err := r.commitLocked(s, t, &nu); err != nil {
+	c, err := r.commitLocked(s, t, &nu)
+	if err != nil {
+		return Topic{}, err
+	}
+	locked = false
+	r.mu.Unlock()
+	if err := r.await(c); err != nil {
 		return Topic{}, err
 	}
 	return nu, nil
@@ -320,8 +473,9 @@ func (r *Registry) AlterConfigs(name string, configs map[string]*string, validat
 		return Topic{}, err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.replaceConfigsLocked(name, set, validateOnly)
+	t, c, err := r.replaceConfigsLocked(name, set, validateOnly)
+	r.mu.Unlock()
+	return r.finish(t, c, err)
 }
 
 // IncrementalAlterConfigs applies SET, DELETE, APPEND and SUBTRACT
@@ -338,20 +492,52 @@ func (r *Registry) IncrementalAlterConfigs(name string, ops []AlterOp, validateO
 		return Topic{}, err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	var cur Configs
-	if t, ok := r.state.Load().byName[name]; ok {
+	if t, ok := r.head.byName[name]; ok {
 		cur = t.Configs
 	}
 	raw, err := incremental(cur, ops, &r.defaults)
 	if err != nil {
+		r.mu.Unlock()
 		return Topic{}, err
 	}
 	set, err := validateSet(raw)
 	if err != nil {
+		r.mu.Unlock()
 		return Topic{}, err
 	}
-	return r.replaceConfigsLocked(name, set, validateOnly)
+	t, c, err := r.replaceConfigsLocked(name, set, validateOnly)
+	r.mu.Unlock()
+	return r.finish(t, c, err)
+}
+
+// settleUnlock unlocks mu and waits until every change accepted so far is
+// durable and published, so that an answer derived from the head state (a
+// topic that exists, or does not) agrees with lookups when it is given: a
+// client told TOPIC_ALREADY_EXISTS finds the topic in Metadata. The caller
+// holds mu.
+func (r *Registry) settleUnlock() {
+	r.pubMu.Lock()
+	var last *change
+	if n := len(r.pending); n > 0 {
+		last = r.pending[n-1]
+	}
+	r.pubMu.Unlock()
+	r.mu.Unlock()
+	if last != nil {
+		_ = r.await(last) // its own waiter reports a failure
+	}
+}
+
+// finish waits for c, if there is a change, and returns t.
+func (r *Registry) finish(t Topic, c *change, err error) (Topic, error) {
+	if err == nil && c != nil {
+		err = r.await(c)
+	}
+	if err != nil {
+		return Topic{}, err
+	}
+	return t, nil
 }
 
 // validateResourceName checks the topic name of an alter-configs resource as
@@ -365,22 +551,24 @@ func validateResourceName(name string) error {
 }
 
 // replaceConfigsLocked installs set, valid and canonical, as the topic's
-// overrides.
-func (r *Registry) replaceConfigsLocked(name string, set map[string]string, validateOnly bool) (Topic, error) {
-	s := r.state.Load()
+// overrides; the caller awaits the returned change, if any, after
+// unlocking.
+func (r *Registry) replaceConfigsLocked(name string, set map[string]string, validateOnly bool) (Topic, *change, error) {
+	s := r.head
 	t, ok := s.byName[name]
 	if !ok {
-		return Topic{}, errorf(kerr.UnknownTopicOrPartition, "topic '%s' does not exist", name)
+		return Topic{}, nil, errorf(kerr.UnknownTopicOrPartition, "topic '%s' does not exist", name)
 	}
 	nu := *t
 	nu.Configs = resolve(set, &r.defaults)
 	if validateOnly || nu.Configs.Equal(t.Configs) {
-		return nu, nil
+		return nu, nil, nil
 	}
-	if err := r.commitLocked(s, t, &nu); err != nil {
-		return Topic{}, err
+	c, err := r.commitLocked(s, t, &nu)
+	if err != nil {
+		return Topic{}, nil, err
 	}
-	return nu, nil
+	return nu, c, nil
 }
 
 // DescribeConfigs returns every config of a topic with its value and source
@@ -436,18 +624,82 @@ func (r *Registry) SetDefaults(defaults Defaults) error {
 	return nil
 }
 
-// commitLocked makes the state with old replaced by nu durable, publishes
-// it and tells the OnChange function. On an error nothing is published: the
-// registry keeps its previous state. The file on disk is then the previous
-// state or, if only the directory sync failed, possibly the new one.
-func (r *Registry) commitLocked(s *snapshot, old, nu *Topic) error {
+// commitLocked accepts the state with old replaced by nu: it appends the
+// change to the journal (compacting the journal first when it is long),
+// makes it the head and queues it for publication. The caller unlocks mu
+// and then calls await, which returns once the change is durable and
+// published. On an error nothing changed.
+func (r *Registry) commitLocked(s *snapshot, old, nu *Topic) (*change, error) {
 	next := s.with(old, nu)
-	if err := r.persistLocked(next); err != nil {
+	if r.journal.f == nil || r.journal.tail.Load() > r.compactBytes {
+		// Compact a long journal, or start the one Open could not.
+		if err := r.compactLocked(); err != nil {
+			return nil, err
+		}
+	}
+	rec := journalRecord{Del: ""}
+	if nu != nil {
+		ft := toFile(nu)
+		rec.Put = &ft
+	} else {
+		rec.Del = old.Name
+	}
+	var hook func(string) error
+	if r.crashHook != nil {
+		hook = func(step string) error { return r.crashHook(step, r.journal.path) }
+	}
+	end, err := r.journal.appendLocked(rec, hook)
+	if err != nil {
+		return nil, err
+	}
+	c := &change{j: r.journal, end: end, snap: next, old: copyTopic(old), new: copyTopic(nu)}
+	r.head = next
+	r.pubMu.Lock()
+	r.pending = append(r.pending, c)
+	r.pubMu.Unlock()
+	return c, nil
+}
+
+// compactLocked writes the head to the topics file and starts an empty
+// journal based on it. Changes in the old journal that are not yet durable
+// are, once the topics file is: their waiters find them so.
+func (r *Registry) compactLocked() error {
+	if e := r.journal.err.Load(); e != nil && r.journal.f != nil {
+		return *e
+	}
+	base, err := r.persistLocked(r.head)
+	if err != nil {
 		return err
 	}
-	r.state.Store(next)
-	if r.onChange != nil {
-		r.onChange(copyTopic(old), copyTopic(nu))
+	j, err := createJournal(r.dir, base)
+	if err != nil {
+		return err
+	}
+	old := r.journal
+	r.journal = j
+	return old.retireLocked()
+}
+
+// await waits until c is durable, then publishes every durable change in
+// order (state and onChange), c among them. Concurrent mutations share the
+// journal's fdatasync calls.
+func (r *Registry) await(c *change) error {
+	if err := c.j.sync(c.end); err != nil {
+		return err
+	}
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	for len(r.pending) > 0 {
+		p := r.pending[0]
+		if p.j.synced.Load() < p.end {
+			break
+		}
+		r.pending[0] = nil
+		r.pending = r.pending[1:]
+		r.state.Store(p.snap)
+		if r.onChange != nil {
+			r.onChange(copyTopic(p.old), copyTopic(p.new))
+		}
 	}
 	return nil
 }

@@ -71,6 +71,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -91,8 +92,12 @@ func main() {
 	}
 }
 
-// workloads are the names --only accepts, in the order they run.
-var workloads = []string{"produce", "consume", "e2e", "sync", "startup"}
+// workloads are the names --only accepts, in the order they run; scale
+// runs only when named.
+var workloads = []string{"produce", "consume", "e2e", "sync", "startup", "scale"}
+
+// defaultWorkloads are the workloads run without --only.
+var defaultWorkloads = workloads[:5]
 
 // options is the command line.
 type options struct {
@@ -111,11 +116,13 @@ type options struct {
 	e2eSeconds    float64
 	syncMB        int64
 	startDataMB   int64
-	settle        time.Duration
-	dir           string
-	profile       string
-	jsonOut       string
-	kbrokerBin    string
+	// scalePartitions are the partition counts of the scale workload.
+	scalePartitions []int
+	settle          time.Duration
+	dir             string
+	profile         string
+	jsonOut         string
+	kbrokerBin      string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -127,7 +134,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.pid, "pid", 0, "with --addr: the broker's `pid`, for its CPU time")
 	brokers := fs.String("brokers", "kbroker,kfake-disk,kfake-mem", "brokers to start: `list` of "+strings.Join(brokerKinds, ", "))
 	fs.IntVar(&o.rounds, "rounds", 3, "`rounds`: every case runs once per round on each broker; medians are reported")
-	only := fs.String("only", strings.Join(workloads, ","), "workloads to run: `list` of "+strings.Join(workloads, ", "))
+	only := fs.String("only", strings.Join(defaultWorkloads, ","), "workloads to run: `list` of "+strings.Join(workloads, ", ")+" (scale only when named)")
 	fs.StringVar(&o.caseFilter, "case", "", "run only the produce and consume cases whose name matches `regexp` (e.g. '1 KiB × 1 ')")
 	fs.StringVar(&o.flush, "flush", "async", "kbroker's flush `mode` for produce, consume and e2e: async or sync")
 	fs.Int64Var(&o.segmentBytes, "segment-bytes", 128<<20, "kbroker's commit-log file size in `bytes` (kbroker and kbroker-bin)")
@@ -145,6 +152,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.e2eSeconds, "e2e-seconds", 10, "end-to-end measured `seconds` (after a warm-up second)")
 	fs.Int64Var(&o.syncMB, "sync-mb", 256, "`MB` of record values per flush case")
 	fs.Int64Var(&o.startDataMB, "start-data-mb", 1024, "`MB` of record values in the data directory of the second start-up case")
+	scaleParts := fs.String("scale-partitions", "1,100,1000,10000", "partition `counts` of the scale workload (topics of 5 partitions)")
 	fs.DurationVar(&o.settle, "settle", time.Second, "pause after starting brokers, before the first case")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "`directory` for the brokers' data directories (removed afterwards)")
 	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the broker for each case into `directory`")
@@ -169,19 +177,27 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		quickDefaults := map[string]func(){
-			"rounds":         func() { o.rounds = 1 },
-			"produce-mb":     func() { o.produceMB = 32 },
-			"consume-passes": func() { o.consumePasses = 1 },
-			"e2e-seconds":    func() { o.e2eSeconds = 1 },
-			"sync-mb":        func() { o.syncMB = 16 },
-			"start-data-mb":  func() { o.startDataMB = 32 },
-			"settle":         func() { o.settle = 100 * time.Millisecond },
+			"rounds":           func() { o.rounds = 1 },
+			"produce-mb":       func() { o.produceMB = 32 },
+			"consume-passes":   func() { o.consumePasses = 1 },
+			"e2e-seconds":      func() { o.e2eSeconds = 1 },
+			"sync-mb":          func() { o.syncMB = 16 },
+			"start-data-mb":    func() { o.startDataMB = 32 },
+			"scale-partitions": func() { *scaleParts = "1,100" },
+			"settle":           func() { o.settle = 100 * time.Millisecond },
 		}
 		for name, apply := range quickDefaults {
 			if !set[name] {
 				apply()
 			}
 		}
+	}
+	for _, f := range splitList(*scaleParts) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || (n > 1 && n%5 != 0) {
+			return o, fmt.Errorf("--scale-partitions: %q is not 1 or a positive multiple of 5", f)
+		}
+		o.scalePartitions = append(o.scalePartitions, n)
 	}
 	o.brokers = splitList(*brokers)
 	for _, b := range o.brokers {
@@ -213,7 +229,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.addr != "" {
 		o.brokers = []string{"external"}
-		o.only = slices.DeleteFunc(o.only, func(w string) bool { return w == "sync" || w == "startup" })
+		o.only = slices.DeleteFunc(o.only, func(w string) bool { return w == "sync" || w == "startup" || w == "scale" })
 	}
 	return o, nil
 }
@@ -306,6 +322,11 @@ func (b *bench) run(ctx context.Context) error {
 		}
 		if b.has("startup") {
 			if err := b.startRound(round, filled); err != nil {
+				return err
+			}
+		}
+		if b.has("scale") {
+			if err := b.scaleRound(ctx, round); err != nil {
 				return err
 			}
 		}

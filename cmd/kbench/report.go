@@ -73,6 +73,13 @@ var reports = []report{
 		[]column{colRecords, colMB, colAckP50, colAckP99, colBrokerCPU}},
 	{"startup", "Start-up (to answering ApiVersions and Metadata)",
 		[]column{{"ready_ms", "exec to ready ms", 1}, {"open_ms", "open ms (in process)", 1}}},
+	{"scale", "Scale: what partitions cost (topics created one request each, one 100 B record per partition)",
+		[]column{{"create_p50", "CreateTopics p50 ms", 2}, {"create_p99", "p99 ms", 2},
+			{"idle_du_mb", "idle du MiB", 1}, {"du_kb_part", "du KiB/partition", 1}, {"heap_kb_part", "heap KiB/partition", 2},
+			{"meta_ms", "Metadata all ms", 2}, {"start_clean_ms", "start clean ms", 0}, {"start_kill_ms", "start after kill -9 ms", 0},
+			{"deleted_du_mb", "du after delete MiB", 1}}},
+	{"scalebatch", "Scale: one CreateTopics request for 1,000 one-partition topics",
+		[]column{{"create_ms", "request ms", 0}, {"du_mb", "du MiB", 1}}},
 }
 
 // print writes every table: medians over the rounds with the spread of

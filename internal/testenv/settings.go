@@ -9,8 +9,8 @@ import (
 
 // The settings are named KBROKER_<AREA>_<KNOB>: the area is the test or
 // loop (STORE, BINARY, GROUP, TXN, RELIABILITY, POWER_LOSS, SHUTDOWN,
-// HOSTILE, MODEL), the knob what it sets (KILLS, ROUNDS, SEEDS, STEPS,
-// SEED, DURATION, DEBUG). KBROKER_WRITE_* rewrite checked-in test data.
+// HOSTILE, MODEL, CHURN), the knob what it sets (KILLS, ROUNDS, SEEDS,
+// STEPS, SEED, DURATION, DEBUG, CYCLES). KBROKER_WRITE_* rewrite checked-in test data.
 // docs/TESTING.md is the table; keep the two in step.
 
 // renamed maps a former name to its current one. A former name that is

@@ -1,0 +1,252 @@
+package log
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// allocatedBytes is what du counts for the files in dir: their allocated
+// blocks.
+func allocatedBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range ents {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(dir, e.Name()), &st); err != nil {
+			t.Fatal(err)
+		}
+		n += st.Blocks * 512
+	}
+	return n
+}
+
+// An idle log holds the lead, not whole files: one small entry in a log
+// of 128 MiB files leaves a few MiB allocated, before and after a restart.
+func TestIdleLogAllocatesTheLeadOnly(t *testing.T) {
+	forEachAppendMode(t, func(t *testing.T, mode AppendMode) {
+		cfg := testConfig(t, 128<<20)
+		cfg.Append = mode
+		cfg.AllocateAhead = 2 << 20
+		l, _, err := Open(cfg, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(key(1), payload(1, 100)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(cfg.Dir, "commitlog")
+		// The lead, plus the pages of the first extension the worker may
+		// have made after the append.
+		if got, limit := allocatedBytes(t, dir), int64(4<<20); got > limit {
+			t.Fatalf("allocated %d bytes after one entry, want at most %d", got, limit)
+		}
+		l2, _ := openLog(t, cfg)
+		got := readAll(t, l2, 0)
+		if len(got) != 1 {
+			t.Fatalf("got %d entries after restart, want 1", len(got))
+		}
+		if got := allocatedBytes(t, dir); got > 4<<20 {
+			t.Fatalf("allocated %d bytes after restart, want at most %d", got, 4<<20)
+		}
+	})
+}
+
+// The appender never writes past the allocated prefix: on a full disk an
+// append that does not fit in it fails with ENOSPC inside the file, leaves
+// the log unchanged and not broken, and succeeds once space is back.
+func TestAppendPastAllocationOnFullDisk(t *testing.T) {
+	forEachAppendMode(t, func(t *testing.T, mode AppendMode) {
+		cfg := testConfig(t, 1<<20)
+		cfg.Append = mode
+		cfg.AllocateAhead = 64 << 10
+		var full atomic.Bool
+		cfg.AllocateHook = func(string, int64) error {
+			if full.Load() {
+				return syscall.ENOSPC
+			}
+			return nil
+		}
+		l, _ := openLog(t, cfg)
+		if _, err := l.Append(key(0), payload(0, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		full.Store(true)
+		var err error
+		n := 1
+		for ; n < 2000 && err == nil; n++ {
+			_, err = l.Append(key(n), payload(n, 1000))
+		}
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("got %v after %d appends, want ENOSPC", err, n)
+		}
+		if l.Err() != nil {
+			t.Fatalf("ENOSPC became sticky: %v", l.Err())
+		}
+		for _, m := range l.Files() {
+			if m.WrotePosition() > m.Allocated() {
+				t.Fatalf("%s: wrote %d past the allocated %d", m.Path(), m.WrotePosition(), m.Allocated())
+			}
+		}
+		accepted := len(readAll(t, l, 0))
+		if accepted != n-1 {
+			t.Fatalf("got %d entries, want the %d accepted", accepted, n-1)
+		}
+		full.Store(false)
+		if _, err := l.Append(key(n), payload(n, 1000)); err != nil {
+			t.Fatalf("append after space returned: %v", err)
+		}
+		if got := len(readAll(t, l, 0)); got != accepted+1 {
+			t.Fatalf("got %d entries, want %d", got, accepted+1)
+		}
+	})
+}
+
+// Every byte written is allocated, across rolls and a restart after a
+// crash, whose recovery gives the zeroed tail's blocks back.
+func TestWrittenBytesAreAllocated(t *testing.T) {
+	cfg := testConfig(t, 256<<10)
+	cfg.AllocateAhead = 16 << 10
+	l, _, err := Open(cfg, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 600 {
+		if _, err := l.Append(key(i), payload(i, 1500)); err != nil {
+			t.Fatal(err)
+		}
+		if m := l.queue.Last(); m.WrotePosition() > m.Allocated() {
+			t.Fatalf("append %d: wrote %d past the allocated %d", i, m.WrotePosition(), m.Allocated())
+		}
+	}
+	// Allocate the rest of the last file, as a lead of a file would, so
+	// that recovery has a tail to give back.
+	if _, _, err := l.queue.Last().grow(cfg.FileSize, nil); err != nil {
+		t.Fatal(err)
+	}
+	crash(l)
+	l2, _ := openLog(t, cfg)
+	if got := len(readAll(t, l2, 0)); got != 600 {
+		t.Fatalf("got %d entries after the crash, want 600", got)
+	}
+	last := l2.queue.Last()
+	var st syscall.Stat_t
+	if err := syscall.Stat(last.Path(), &st); err != nil {
+		t.Fatal(err)
+	}
+	// Recovery punched out the tail past the data: what stays allocated is
+	// the data and the lead the worker may have added since, not the file.
+	if blocks := st.Blocks * 512; blocks > alignUp(last.WrotePosition(), pageSize)+cfg.AllocateAhead+pageSize {
+		t.Fatalf("%d bytes allocated in the last file after recovery, data ends at %d", blocks, last.WrotePosition())
+	}
+	for i := 600; i < 700; i++ {
+		if _, err := l2.Append(key(i), payload(i, 1500)); err != nil {
+			t.Fatal(err)
+		}
+		if m := l2.queue.Last(); m.WrotePosition() > m.Allocated() {
+			t.Fatalf("append %d after restart: wrote %d past the allocated %d", i, m.WrotePosition(), m.Allocated())
+		}
+	}
+}
+
+// The lead follows the write rate: an idle log keeps AllocateAhead, a log
+// written at a high rate a horizon of writes, at most one file.
+func TestLeadFollowsRate(t *testing.T) {
+	cfg := DefaultConfig(t.TempDir())
+	cfg.FileSize = 128 << 20
+	cfg.withDefaults()
+	s := &AllocateMappedFileService{size: cfg.FileSize, cfg: &cfg}
+	s.lead.Store(cfg.AllocateAhead)
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		name    string
+		after   time.Duration
+		written int64
+		want    int64
+	}{
+		{"first call only records", 0, 0, cfg.AllocateAhead},
+		{"idle", time.Minute, 4096, cfg.AllocateAhead},
+		{"50 MB/s", time.Second, 50 << 20, 50 << 20},
+		{"10 MB in 10 ms: capped at a file", 10 * time.Millisecond, 10 << 20, cfg.FileSize},
+		{"back to idle", time.Hour, 1 << 20, cfg.AllocateAhead},
+	}
+	now, pos := t0, int64(0)
+	for _, tc := range tests {
+		now, pos = now.Add(tc.after), pos+tc.written
+		if got := s.adapt(now, pos); got != tc.want {
+			t.Fatalf("%s: lead %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A file of the MappedFile API (a consume queue's) grows by zero-filling
+// as it is appended to, never writes past what is allocated, and after a
+// reopen at a position inside a page, growing again leaves every byte of
+// data below the position intact.
+func TestAppendBytesGrowsAndKeepsData(t *testing.T) {
+	dir := t.TempDir()
+	const size = 1 << 20
+	m, err := CreateMappedFile(dir, 0, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := make([]byte, 40)
+	var want []byte
+	appendN := func(m *MappedFile, n int) {
+		t.Helper()
+		for range n {
+			for j := range rec {
+				rec[j] = byte(len(want) + j + 1)
+			}
+			if _, err := m.AppendBytes(rec); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, rec...)
+			if m.WrotePosition() > m.Allocated() {
+				t.Fatalf("wrote %d past the allocated %d", m.WrotePosition(), m.Allocated())
+			}
+		}
+	}
+	if got := m.Allocated(); got != pageSize {
+		t.Fatalf("a new file allocates %d bytes, want one page", got)
+	}
+	appendN(m, 250) // 10,000 bytes: into the third page
+	if got := allocatedBytes(t, dir); got > 4*pageSize {
+		t.Fatalf("%d bytes allocated for %d bytes of data", got, len(want))
+	}
+	if _, err := m.Flush(0); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+
+	m2, err := OpenMappedFile(dir, 0, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	m2.SetPosition(int64(len(want)))
+	appendN(m2, 500) // past the allocation made before the reopen
+	got := make([]byte, len(want))
+	if err := m2.CopyTo(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("data differs from byte %d after a reopen and growth", i)
+	}
+}
