@@ -114,6 +114,12 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	defaults.RetentionBytes = cfg.RetentionBytes
 	defaults.MaxMessageBytes = int32(cfg.MessageMaxBytes)
 	defaults.SegmentBytes = int32(cfg.SegmentBytes)
+	defaults.CleanupPolicy = cfg.LogCleanupPolicy
+	defaults.SegmentMs = cfg.LogRollMs
+	defaults.MinCleanableRatio = cfg.LogCleanerMinCleanableRatio
+	defaults.DeleteRetentionMs = cfg.LogCleanerDeleteRetentionMs
+	defaults.MinCompactionLagMs = cfg.LogCleanerMinCompactionLagMs
+	defaults.MaxCompactionLagMs = cfg.LogCleanerMaxCompactionLagMs
 	defaults.Explicit = cfg.changedProperties()
 	reg, err := topic.Open(filepath.Join(cfg.DataDir, "metadata"), defaults, topic.WithOnChange(b.onTopicChange))
 	if err != nil {
@@ -188,19 +194,31 @@ func (b *Broker) closeStores() {
 
 // topicSpec translates a registry topic for the partition store.
 func topicSpec(t *topic.Topic) partition.TopicSpec {
-	return partition.TopicSpec{ID: partition.TopicID(t.ID), Name: t.Name, Partitions: t.Partitions, Config: partitionConfig(t.Configs)}
+	return partition.TopicSpec{ID: partition.TopicID(t.ID), Name: t.Name, Partitions: t.Partitions, Config: partitionConfig(t)}
 }
 
 // partitionConfig is what the partitions apply of a topic's configs.
-func partitionConfig(c topic.Configs) partition.TopicConfig {
-	return partition.TopicConfig{
+// retention.ms and retention.bytes apply only while cleanup.policy has
+// "delete" (Kafka's LogConfig: a compact-only or empty policy keeps data
+// from retention). The internal topics keep everything whatever their
+// configs say: their coordinators' snapshots move the log start, and
+// retention must never drop records no snapshot covers yet.
+func partitionConfig(t *topic.Topic) partition.TopicConfig {
+	c := t.Configs
+	policy := c.CleanupPolicy()
+	cfg := partition.TopicConfig{
 		MaxMessageBytes:      int(c.MaxMessageBytes()),
 		LogAppendTime:        c.TimestampType() == topic.LogAppendTime,
-		RetentionMs:          c.RetentionMs(),
-		RetentionBytes:       c.RetentionBytes(),
+		RetentionMs:          -1,
+		RetentionBytes:       -1,
 		TimestampBeforeMaxMs: c.TimestampBeforeMaxMs(),
 		TimestampAfterMaxMs:  c.TimestampAfterMaxMs(),
+		RequireKeys:          policy.Compact && !t.Internal,
 	}
+	if policy.Delete && !t.Internal {
+		cfg.RetentionMs, cfg.RetentionBytes = c.RetentionMs(), c.RetentionBytes()
+	}
+	return cfg
 }
 
 // onTopicChange keeps the partition store in step with the registry. It
@@ -218,7 +236,7 @@ func (b *Broker) onTopicChange(old, cur *topic.Topic) {
 		if err := b.store.AddTopic(topicSpec(cur)); err != nil {
 			b.lg.Error("add topic partitions", zap.String("topic", cur.Name), zap.Error(err))
 		}
-		cfg := partitionConfig(cur.Configs)
+		cfg := partitionConfig(cur)
 		for _, p := range b.store.Partitions(partition.TopicID(cur.ID)) {
 			p.SetConfig(cfg)
 		}

@@ -28,6 +28,11 @@ type TopicConfig struct {
 	// (CreateTime topics). Values ≥ 1<<62 mean no limit.
 	TimestampBeforeMaxMs int64
 	TimestampAfterMaxMs  int64
+	// RequireKeys refuses records without a key with INVALID_RECORD, as
+	// Kafka does on a topic whose cleanup.policy has compact
+	// (LogValidator.validateKey, KIP-467): a keyless record could never be
+	// compacted.
+	RequireKeys bool
 }
 
 // DefaultTopicConfig is Kafka's default topic configuration.
@@ -203,6 +208,7 @@ func (p *Partition) Append(records []byte, produceVersion int16, nowMs int64) (A
 		MaxMessageBytes: cfg.MaxMessageBytes,
 		ProduceVersion:  produceVersion,
 		FullValidation:  p.store.cfg.FullValidation,
+		RequireKeys:     cfg.RequireKeys,
 	}
 	if !cfg.LogAppendTime && (cfg.TimestampBeforeMaxMs < 1<<62 || cfg.TimestampAfterMaxMs < 1<<62) {
 		opts.CheckTimestamps = true

@@ -31,7 +31,7 @@
 // Applied, with typed accessors on Configs:
 //
 //	retention.ms, retention.bytes     retention per partition (only while cleanup.policy has delete)
-//	cleanup.policy                    "delete" or empty (keep forever); "compact" is refused
+//	cleanup.policy                    "delete" or empty (keep forever); "compact" only with Defaults.AllowCompact
 //	max.message.bytes                 produce: larger batches get MESSAGE_TOO_LARGE
 //	message.timestamp.type            LogAppendTime: the broker stamps batches
 //	message.timestamp.before.max.ms   produce with CreateTime: timestamps too far behind are refused
@@ -83,8 +83,11 @@
 //     INVALID_REQUEST, the code Kafka gives for __cluster_metadata. The
 //     broker's coordinators create them with CreateInternal. Kafka lets
 //     clients do all three, which breaks its coordinators.
-//   - cleanup.policy=compact and remote.storage.enable=true are refused with
-//     INVALID_CONFIG; the configs listed above are accepted but not applied.
+//   - cleanup.policy=compact (unless the broker sets Defaults.AllowCompact,
+//     which it does only when its log cleaner runs; internal topics are
+//     exempt, their coordinators compact them with snapshots) and
+//     remote.storage.enable=true are refused with INVALID_CONFIG; the
+//     configs listed above are accepted but not applied.
 //   - A validate-only CreateTopics returns no topic id (Kafka returns a
 //     random one that is then never used).
 //   - Replication factor is not a registry concept: the handler accepts -1

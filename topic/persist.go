@@ -140,7 +140,7 @@ func decode(path string, data []byte, d *Defaults) (*snapshot, error) {
 		if other, ok := s.byKey[collisionKey(ft.Name)]; ok {
 			return nil, corrupt("topics %s and %s collide", other, ft.Name)
 		}
-		set, err := validateSet(ft.Configs)
+		set, err := validateSet(ft.Configs, d)
 		if err != nil {
 			return nil, corrupt("topic %s: %v", ft.Name, err)
 		}

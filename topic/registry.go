@@ -179,7 +179,7 @@ func (r *Registry) List() []Topic {
 // with CreateInternal); a topic of that name (TOPIC_ALREADY_EXISTS); a name
 // that differs from an existing one only by '.' versus '_'
 // (INVALID_TOPIC_EXCEPTION); a nil, unknown or invalid config value, or
-// cleanup.policy with compact (INVALID_CONFIG); partitions 0 or below -1
+// cleanup.policy with compact while Defaults.AllowCompact is off (INVALID_CONFIG); partitions 0 or below -1
 // (INVALID_PARTITIONS). Replication factor is the handler's to check.
 func (r *Registry) Create(name string, partitions int32, configs map[string]*string, validateOnly bool) (Topic, error) {
 	return r.create(name, partitions, configs, validateOnly, false)
@@ -211,8 +211,11 @@ func (r *Registry) create(name string, partitions int32, configs map[string]*str
 	if other, ok := s.byKey[collisionKey(name)]; ok {
 		return Topic{}, errorf(kerr.InvalidTopicException, "topic '%s' collides with existing topic: %s", name, other)
 	}
-	c, err := NewConfigs(configs, r.defaults)
+	c, err := newConfigs(configs, &r.defaults)
 	if err != nil {
+		return Topic{}, err
+	}
+	if err := refuseCompact(name, c.set, &r.defaults); err != nil {
 		return Topic{}, err
 	}
 	if partitions == -1 {
@@ -311,8 +314,11 @@ func (r *Registry) AlterConfigs(name string, configs map[string]*string, validat
 	for k, v := range configs {
 		raw[k] = *v
 	}
-	set, err := validateSet(raw)
+	set, err := validateSet(raw, &r.defaults)
 	if err != nil {
+		return Topic{}, err
+	}
+	if err := refuseCompact(name, set, &r.defaults); err != nil {
 		return Topic{}, err
 	}
 	r.mu.Lock()
@@ -343,8 +349,11 @@ func (r *Registry) IncrementalAlterConfigs(name string, ops []AlterOp, validateO
 	if err != nil {
 		return Topic{}, err
 	}
-	set, err := validateSet(raw)
+	set, err := validateSet(raw, &r.defaults)
 	if err != nil {
+		return Topic{}, err
+	}
+	if err := refuseCompact(name, set, &r.defaults); err != nil {
 		return Topic{}, err
 	}
 	return r.replaceConfigsLocked(name, set, validateOnly)
