@@ -213,7 +213,13 @@ func partitionConfig(t *topic.Topic) partition.TopicConfig {
 		RetentionBytes:       -1,
 		TimestampBeforeMaxMs: c.TimestampBeforeMaxMs(),
 		TimestampAfterMaxMs:  c.TimestampAfterMaxMs(),
-		RequireKeys:          policy.Compact && !t.Internal,
+		Compact:              policy.Compact && !t.Internal,
+		MinCleanableRatio:    c.MinCleanableDirtyRatio(),
+		DeleteRetentionMs:    c.DeleteRetentionMs(),
+		MinCompactionLagMs:   c.MinCompactionLagMs(),
+		MaxCompactionLagMs:   c.MaxCompactionLagMs(),
+		SegmentMs:            c.SegmentMs(),
+		SegmentBytes:         int64(c.SegmentBytes()),
 	}
 	if policy.Delete && !t.Internal {
 		cfg.RetentionMs, cfg.RetentionBytes = c.RetentionMs(), c.RetentionBytes()

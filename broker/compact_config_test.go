@@ -196,8 +196,8 @@ func TestPartitionConfigPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		pc := partitionConfig(&topic.Topic{Name: "x", Configs: c, Internal: tt.internal})
-		if (pc.RetentionMs == 0) != tt.retention || pc.RetentionBytes != -1 || pc.RequireKeys != tt.requireKeys {
-			t.Errorf("policy %q internal %t: retention.ms %d, bytes %d, keys %t", tt.policy, tt.internal, pc.RetentionMs, pc.RetentionBytes, pc.RequireKeys)
+		if (pc.RetentionMs == 0) != tt.retention || pc.RetentionBytes != -1 || pc.Compact != tt.requireKeys {
+			t.Errorf("policy %q internal %t: retention.ms %d, bytes %d, keys %t", tt.policy, tt.internal, pc.RetentionMs, pc.RetentionBytes, pc.Compact)
 		}
 	}
 }

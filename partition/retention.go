@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/kbroker/kbroker/consumequeue"
 )
 
 // DeleteRecords moves the log start offset to offset (Kafka's DeleteRecords;
@@ -60,7 +58,7 @@ func (p *Partition) retentionStart(nowMs int64) int64 {
 	}
 	cand := start
 	if cfg.RetentionMs >= 0 {
-		if e, ok := p.cq.FindTimestamp(nowMs - cfg.RetentionMs); ok {
+		if e, ok := p.findTimestamp(nowMs - cfg.RetentionMs); ok {
 			cand = max(cand, min(e.BaseOffset, hw))
 		} else {
 			cand = hw // every batch is older
@@ -77,12 +75,12 @@ func (p *Partition) retentionStart(nowMs int64) int64 {
 // drop are still at least limit (Kafka's rule, per batch).
 func (p *Partition) bytesStart(start, hw, limit int64) int64 {
 	var total int64
-	p.eachEntry(start, hw, func(e consumequeue.Entry) bool {
+	p.eachEntry(start, hw, func(e batchRef) bool {
 		total += int64(e.Size)
 		return true
 	})
 	keep := start
-	p.eachEntry(start, hw, func(e consumequeue.Entry) bool {
+	p.eachEntry(start, hw, func(e batchRef) bool {
 		if total-int64(e.Size) < limit {
 			return false
 		}
@@ -117,7 +115,12 @@ func (s *Store) EnforceRetention(ctx context.Context) (int, error) {
 		if p.deleted.Load() {
 			continue
 		}
+		// A compacted partition needs the commit log only from its clean
+		// end on: the clean store holds what the cleaner kept below it.
 		start := p.logStart.Load()
+		if v := p.clean.Load(); v != nil {
+			start = max(start, v.end)
+		}
 		if _, err := p.cq.DeleteBefore(start); err != nil {
 			return 0, fmt.Errorf("partition: retention of %s-%d: %w", p.topic, p.index, err)
 		}
