@@ -529,7 +529,7 @@ map_:
 	stats.BatchesWritten = len(cw.entries)
 
 	// Publish.
-	nv, err := cw.publish(max(mapEnd, pl.start))
+	nv, err := cw.publish(pl.logStart, max(mapEnd, pl.start))
 	if err != nil {
 		return stats, err
 	}

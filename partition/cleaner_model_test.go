@@ -381,6 +381,9 @@ func checkCompaction(t *testing.T, p *Partition, m *compactModel, what string) {
 	if v != nil {
 		cleanEnd = v.end
 	}
+	if ls := p.logStart.Load(); ls != 0 {
+		t.Fatalf("%s: log start %d: compaction and restarts must not move it", what, ls)
+	}
 	got, res := readAll(t, p, p.logStart.Load(), false)
 	if res.HighWatermark != int64(len(m.records))+m.records[0].offset && len(m.records) > 0 {
 		// offsets are dense in the history: one per record

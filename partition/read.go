@@ -154,17 +154,13 @@ func (v *cleanView) read(offset, end, maxBytes int64, firstBatchAlways bool, res
 	return dst, offset, false, false
 }
 
-// firstOffset is the first offset the partition holds: the clean store's
-// first batch, else the consume queue's.
+// firstOffset is the lowest log start offset the data allows: for a
+// compacted partition the log start its clean store was written at (the
+// batches cleaned away below its first one still count: compaction never
+// moves the log start), else the consume queue's first offset.
 func (p *Partition) firstOffset() (int64, bool) {
 	if v := p.clean.Load(); v != nil {
-		if len(v.entries) > 0 {
-			return v.entries[0].BaseOffset, true
-		}
-		if p.cq.Len() > 0 {
-			return max(p.cq.FirstOffset(), v.end), true
-		}
-		return v.end, true
+		return v.start, true
 	}
 	if p.cq.Len() > 0 {
 		return p.cq.FirstOffset(), true

@@ -1,0 +1,346 @@
+package partition
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/partition/batch"
+)
+
+// compactTopic is a compacted topic config that cleans whatever is not the
+// last batch.
+func compactTopic(n byte) TopicSpec {
+	tc := DefaultTopicConfig()
+	tc.Compact = true
+	tc.MinCleanableRatio = 0
+	tc.SegmentMs = 1
+	tc.DeleteRetentionMs = 1000
+	tc.RetentionMs, tc.RetentionBytes = -1, -1
+	return TopicSpec{ID: topicID(n), Name: fmt.Sprintf("compacted-%d", n), Partitions: 1, Config: tc}
+}
+
+// fakeClock is a settable clock for Config.Now.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func mustClean(t testing.TB, s *Store) CleanStats {
+	t.Helper()
+	st, err := s.Clean(context.Background(), true)
+	if err != nil {
+		t.Fatalf("clean: %v", err)
+	}
+	return st
+}
+
+func mustAppendKeyed(t testing.TB, p *Partition, recs []keyed, now int64, pid int64, seq int32, txn bool) AppendResult {
+	t.Helper()
+	res, err := p.Append(keyedBatch(recs, now, pid, 0, seq, txn), 9, now)
+	if err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	return res
+}
+
+// TestCompactionAbortedMarker checks the life of an aborted transaction:
+// its data goes in the first pass, its ABORT marker gets a horizon, then
+// goes with its aborted-index entry, and a later committed transaction of
+// the same producer is read by read_committed consumers (a stale index
+// entry would hide it).
+func TestCompactionAbortedMarker(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{t: time.UnixMilli(1_700_000_000_000)}
+	cfg := testStoreConfig(t, FlushAsync)
+	cfg.Now = clk.now
+	s := openStore(t, cfg, compactTopic(1))
+	p := s.Partition(topicID(1), 0)
+	now := func() int64 { return clk.now().UnixMilli() }
+
+	mustAppendKeyed(t, p, []keyed{{[]byte("a"), []byte("committed")}}, now(), -1, 0, false) // 0
+	mustAppendKeyed(t, p, []keyed{{[]byte("a"), []byte("aborted")}}, now(), 7, 0, true)     // 1
+	abort, err := p.AppendMarker(7, 0, false, 0, now())                                     // 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppendKeyed(t, p, []keyed{{[]byte("z"), []byte("tail")}}, now(), -1, 0, false) // 3, the last batch
+	if got := p.AbortedTransactions(0, 4, nil); len(got) != 1 {
+		t.Fatalf("aborted before cleaning: %+v", got)
+	}
+	clk.add(10 * time.Millisecond) // past segment.ms: no active segment but the last batch
+
+	mustClean(t, s)
+	recs, _ := readAll(t, p, 0, false)
+	if len(recs) != 3 || string(recs[0].value) != "committed" || !recs[1].control || recs[1].offset != abort.BaseOffset {
+		t.Fatalf("after the first pass: %+v (want the committed value, the ABORT marker, the tail)", recs)
+	}
+	clk.add(2 * time.Second) // past delete.retention.ms
+	mustClean(t, s)
+	recs, _ = readAll(t, p, 0, false)
+	if len(recs) != 2 || recs[0].offset != 0 || recs[1].offset != 3 {
+		t.Fatalf("after the horizon: %+v (want offsets 0 and 3)", recs)
+	}
+	if got := p.AbortedTransactions(0, 10, nil); len(got) != 0 {
+		t.Fatalf("aborted index keeps %+v after its marker went", got)
+	}
+
+	// The producer's next transaction commits: read_committed sees it.
+	mustAppendKeyed(t, p, []keyed{{[]byte("b"), []byte("later")}}, now(), 7, 1, true) // 4
+	if _, err := p.AppendMarker(7, 0, true, 0, now()); err != nil {                  // 5
+		t.Fatal(err)
+	}
+	mustAppendKeyed(t, p, []keyed{{[]byte("y"), []byte("tail2")}}, now(), -1, 0, false) // 6
+	clk.add(10 * time.Millisecond)
+	mustClean(t, s)
+	got, _ := readAll(t, p, 0, true)
+	var values []string
+	for _, r := range got {
+		if !r.control {
+			values = append(values, string(r.value))
+		}
+	}
+	if fmt.Sprint(values) != "[committed tail later tail2]" {
+		t.Fatalf("read_committed after cleaning: %v", values)
+	}
+	if got := p.AbortedTransactions(0, 10, nil); len(got) != 0 {
+		t.Fatalf("aborted index: %+v", got)
+	}
+}
+
+// TestCompactionFreesCommitLog writes many updates over few keys to a
+// compacted partition beside a delete-policy one: after cleaning and a
+// retention run, the commit-log files that held only cleaned batches are
+// deleted and the partitions read back right.
+func TestCompactionFreesCommitLog(t *testing.T) {
+	t.Parallel()
+	cfg := testStoreConfig(t, FlushAsync) // 64 KiB commit-log files
+	plain := spec(2, 1)
+	plain.Config.RetentionMs, plain.Config.RetentionBytes = -1, -1
+	s := openStore(t, cfg, compactTopic(1), plain)
+	p, q := s.Partition(topicID(1), 0), s.Partition(topicID(2), 0)
+	now := time.Now().UnixMilli()
+	value := make([]byte, 200)
+	for i := range 3000 {
+		mustAppendKeyed(t, p, []keyed{{fmt.Appendf(nil, "key-%d", i%20), fmt.Appendf(value[:0:0], "%d-%s", i, value)}}, now, -1, 0, false)
+	}
+	mustAppend(t, s, q, testBatch{pid: -1, values: values(2, 10), baseTs: now}, now)
+	files := func() int {
+		des, err := os.ReadDir(filepath.Join(cfg.Dir, "commitlog"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(des)
+	}
+	before := files()
+	stats := mustClean(t, s)
+	if stats.Partitions != 1 || stats.RecordsRemoved < 2900 {
+		t.Fatalf("clean stats %+v", stats)
+	}
+	if _, err := s.EnforceRetention(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := files()
+	if before < 10 || after > 3 {
+		t.Fatalf("commit-log files: %d before, %d after cleaning (want the cleaned ones deleted)", before, after)
+	}
+	recs, _ := readAll(t, p, 0, false)
+	if len(recs) > 21 {
+		t.Fatalf("%d records survive for 20 keys and the last batch", len(recs))
+	}
+	last := map[string]string{}
+	for _, r := range recs {
+		last[string(r.key)] = string(r.value)
+	}
+	for k := range 20 {
+		want := fmt.Sprintf("%d-", 2980+k)
+		if v := last[fmt.Sprintf("key-%d", k)]; len(v) < len(want) || v[:len(want)] != want {
+			t.Fatalf("key-%d: %q, want the latest value %q...", k, v, want)
+		}
+	}
+	if got, _ := readRecords(t, q, 0); len(got) != 2 {
+		t.Fatalf("delete-policy partition lost data: %d records", len(got))
+	}
+	// The clean store survives a restart and the commit log stays small.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openStore(t, cfg, compactTopic(1), plain)
+	recs2, _ := readAll(t, s2.Partition(topicID(1), 0), 0, false)
+	if len(recs2) != len(recs) {
+		t.Fatalf("after restart %d records, before %d", len(recs2), len(recs))
+	}
+}
+
+// TestCompactionReadersDuringSwap fetches continuously while passes swap
+// generations: every read is well-formed, increasing, and has every key's
+// latest value as of the read.
+func TestCompactionReadersDuringSwap(t *testing.T) {
+	t.Parallel()
+	cfg := testStoreConfig(t, FlushAsync)
+	s := openStore(t, cfg, compactTopic(1))
+	p := s.Partition(topicID(1), 0)
+	now := time.Now().UnixMilli()
+	for i := range 400 {
+		mustAppendKeyed(t, p, []keyed{{fmt.Appendf(nil, "k%d", i%10), fmt.Appendf(nil, "%d", i)}}, now, -1, 0, false)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				res, ranges, err := p.Read(0, 1<<30, true, nil)
+				if err != nil {
+					t.Errorf("read: %v", err)
+					return
+				}
+				prev := int64(-1)
+				for _, r := range ranges {
+					b := make([]byte, r.Len)
+					if err := r.File.CopyTo(b, r.Offset); err != nil {
+						t.Errorf("copy: %v", err)
+					}
+					h, err := batch.Verify(b)
+					if err != nil || h.BaseOffset <= prev {
+						t.Errorf("batch %+v after %d: %v", h, prev, err)
+					}
+					prev = h.BaseOffset
+				}
+				ReleaseRanges(ranges)
+				if res.HighWatermark < 400 {
+					t.Errorf("high watermark %d", res.HighWatermark)
+				}
+			}
+		}()
+	}
+	for i := range 30 {
+		mustAppendKeyed(t, p, []keyed{{fmt.Appendf(nil, "k%d", i%10), fmt.Appendf(nil, "late-%d", i)}}, now, -1, 0, false)
+		mustClean(t, s)
+		if _, err := s.EnforceRetention(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+	cancel()
+	wg.Wait()
+	recs, _ := readAll(t, p, 0, false)
+	if len(recs) > 11 {
+		t.Fatalf("%d records for 10 keys plus the last batch", len(recs))
+	}
+}
+
+// TestCompactionManifest checks the manifest codec and that a corrupt one
+// stops the partition from opening rather than serving a guess.
+func TestCompactionManifest(t *testing.T) {
+	t.Parallel()
+	m := manifest{generation: 7, logStart: 12, cleanEnd: 1234, dataSize: 99}
+	got, err := decodeManifest(m.encode())
+	if err != nil || got != m {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	b := m.encode()
+	for i := range b {
+		c := append([]byte(nil), b...)
+		c[i] ^= 0x10
+		if _, err := decodeManifest(c); err == nil {
+			t.Fatalf("byte %d flipped: accepted", i)
+		}
+	}
+
+	cfg := testStoreConfig(t, FlushAsync)
+	s, _, err := Open(cfg, []TopicSpec{compactTopic(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Partition(topicID(1), 0)
+	now := time.Now().UnixMilli()
+	for i := range 5 {
+		mustAppendKeyed(t, p, []keyed{{[]byte("k"), fmt.Appendf(nil, "%d", i)}}, now, -1, 0, false)
+	}
+	mustClean(t, s)
+	dir := p.cleanDir
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A leftover of an unpublished generation is removed at open.
+	stray := filepath.Join(dir, "00000000000000000099")
+	if err := os.WriteFile(stray, []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err = Open(cfg, []TopicSpec{compactTopic(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Fatalf("stray generation file still there: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[10] ^= 1
+	if err := os.WriteFile(filepath.Join(dir, manifestName), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, _, err := Open(cfg, []TopicSpec{compactTopic(1)}); err == nil {
+		s.Close()
+		t.Fatal("a corrupt manifest was accepted")
+	}
+}
+
+// FuzzCleanStoreIndex feeds arbitrary data files to the index rebuild of
+// a clean store: it never panics, and what it accepts is a sequence of
+// whole batches with increasing offsets below the clean end.
+func FuzzCleanStoreIndex(f *testing.F) {
+	f.Add(keyedBatch([]keyed{{[]byte("k"), []byte("v")}}, 1, -1, 0, 0, false), int64(10))
+	two := append(keyedBatch([]keyed{{[]byte("a"), nil}}, 1, -1, 0, 0, false), keyedBatch([]keyed{{[]byte("b"), []byte("v")}}, 1, -1, 0, 0, false)...)
+	f.Add(two, int64(2))
+	f.Fuzz(func(t *testing.T, data []byte, end int64) {
+		entries, _, err := indexBatches(data, end)
+		if err != nil {
+			return
+		}
+		var pos int64
+		next := int64(-1)
+		for _, e := range entries {
+			if e.Pos != pos || e.Size < batch.HeaderSize || e.BaseOffset < next || e.NextOffset() > end {
+				t.Fatalf("accepted entry %+v at %d after %d, end %d", e, pos, next, end)
+			}
+			pos += int64(e.Size)
+			next = e.NextOffset()
+		}
+		if pos != int64(len(data)) {
+			t.Fatalf("entries cover %d of %d bytes", pos, len(data))
+		}
+	})
+}
+
+// FuzzManifest: decodeManifest never panics and accepts only what encode
+// produces.
+func FuzzManifest(f *testing.F) {
+	f.Add(manifest{generation: 3, logStart: 1, cleanEnd: 10, dataSize: 100}.encode())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeManifest(b)
+		if err != nil {
+			return
+		}
+		if string(m.encode()) != string(b) {
+			t.Fatalf("accepted %x, which re-encodes as %x", b, m.encode())
+		}
+	})
+}
