@@ -98,7 +98,7 @@ func TestCompactionAbortedMarker(t *testing.T) {
 
 	// The producer's next transaction commits: read_committed sees it.
 	mustAppendKeyed(t, p, []keyed{{[]byte("b"), []byte("later")}}, now(), 7, 1, true) // 4
-	if _, err := p.AppendMarker(7, 0, true, 0, now()); err != nil {                  // 5
+	if _, err := p.AppendMarker(7, 0, true, 0, now()); err != nil {                   // 5
 		t.Fatal(err)
 	}
 	mustAppendKeyed(t, p, []keyed{{[]byte("y"), []byte("tail2")}}, now(), -1, 0, false) // 6
