@@ -120,6 +120,10 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	defaults.DeleteRetentionMs = cfg.LogCleanerDeleteRetentionMs
 	defaults.MinCompactionLagMs = cfg.LogCleanerMinCompactionLagMs
 	defaults.MaxCompactionLagMs = cfg.LogCleanerMaxCompactionLagMs
+	// The store has a log cleaner (partition/cleaner.go), so compacted
+	// topics are accepted; with log.cleaner.enable=false they are
+	// accepted and not cleaned, as in Kafka.
+	defaults.AllowCompact = true
 	defaults.Explicit = cfg.changedProperties()
 	reg, err := topic.Open(filepath.Join(cfg.DataDir, "metadata"), defaults, topic.WithOnChange(b.onTopicChange))
 	if err != nil {
@@ -144,6 +148,13 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		GroupCommit:            flush.GroupCommitConfig{Timeout: cfg.SyncFlushTimeout},
 		FullValidation:         cfg.FullValidation,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
+		Cleaner: partition.CleanerConfig{
+			Enable:              cfg.LogCleanerEnable,
+			Threads:             cfg.LogCleanerThreads,
+			Backoff:             cfg.LogCleanerBackoff,
+			DedupeBufferSize:    cfg.LogCleanerDedupeBufferSize,
+			IOMaxBytesPerSecond: cfg.LogCleanerIOMaxBytesPerSecond,
+		},
 	}, specs, partition.WithLogger(b.lg))
 	if err != nil {
 		return nil, fmt.Errorf("broker: open store: %w", err)

@@ -27,7 +27,7 @@ func TestCompactGate(t *testing.T) {
 	for _, policy := range []string{"compact", "compact,delete", "delete, compact"} {
 		_, err := off.Create("c", 1, map[string]*string{"cleanup.policy": strp(policy)}, false)
 		wantCode(t, "create "+policy+" without a cleaner", err, kerr.InvalidConfig)
-		if !strings.Contains(err.Error(), "compaction is not supported") {
+		if !strings.Contains(err.Error(), "compaction is not enabled") {
 			t.Errorf("create %s: error %q does not say why", policy, err)
 		}
 	}
@@ -150,7 +150,7 @@ func TestCompactionConfigs(t *testing.T) {
 	}
 	bad = d
 	bad.AllowCompact = false
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "compaction is not supported") {
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "compaction is not enabled") {
 		t.Errorf("Validate of log.cleanup.policy=compact without a cleaner: got %v", err)
 	}
 }

@@ -108,11 +108,12 @@ const (
 	maxLong       = "9223372036854775807"
 	notApplied    = "stored and reported, not applied"
 	noReplication = "stored and reported, not applied: kbroker is a single node without replication"
-	noCompaction  = "stored and reported, not applied: kbroker does not compact yet"
-	// compactRefused is why "compact" is refused while the broker has no
-	// log cleaner (Defaults.AllowCompact).
-	compactRefused = "compaction is not supported by kbroker yet (cleanup.policy may only be \"delete\")"
+	onCompaction  = "applied by the log cleaner to topics whose cleanup.policy has compact"
+	// compactRefused is why "compact" is refused when the registry is
+	// opened without a log cleaner (Defaults.AllowCompact).
+	compactRefused = "compaction is not enabled on this broker (cleanup.policy may only be \"delete\")"
 	noSegments     = "stored and reported, not applied: all partitions share one commit log of fixed-size files"
+	segmentNote    = "all partitions share one commit log of fixed-size files; for a compacted topic it bounds the newest data the cleaner leaves alone (its \"active segment\")"
 	noRemote       = "stored and reported, not applied: kbroker has no tiered storage"
 )
 
@@ -160,7 +161,7 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 		{
 			Name: DeleteRetentionMsConfig, Type: kmsg.ConfigTypeLong, Default: "86400000",
 			Synonyms: []string{"log.cleaner.delete.retention.ms"}, Valid: "[0,...]", check: atLeast(0),
-			Doc: "How long tombstones stay in a compacted topic.", Note: noCompaction,
+			Doc: "How long tombstones stay in a compacted topic.", Applied: true, Note: onCompaction,
 			fromDefaults: func(d *Defaults) string { return strconv.FormatInt(d.DeleteRetentionMs, 10) },
 		},
 		{
@@ -210,7 +211,7 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 		{
 			Name: maxCompactionLagMsConfig, Type: kmsg.ConfigTypeLong, Default: maxLong,
 			Synonyms: []string{"log.cleaner.max.compaction.lag.ms"}, Valid: "[1,...]", check: atLeast(1),
-			Doc: "Longest time a record stays ineligible for compaction.", Note: noCompaction,
+			Doc: "Longest time a record stays ineligible for compaction.", Applied: true, Note: onCompaction,
 			fromDefaults: func(d *Defaults) string { return strconv.FormatInt(d.MaxCompactionLagMs, 10) },
 		},
 		{
@@ -256,13 +257,13 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 		{
 			Name: minCleanableDirtyRatioConfig, Type: kmsg.ConfigTypeDouble, Default: "0.5",
 			Synonyms: []string{"log.cleaner.min.cleanable.ratio"}, Valid: "[0,...,1]", check: betweenFloat(0, 1),
-			Doc: "Share of uncompacted data that makes a log eligible for compaction.", Note: noCompaction,
+			Doc: "Share of uncompacted data that makes a log eligible for compaction.", Applied: true, Note: onCompaction,
 			fromDefaults: func(d *Defaults) string { return formatDouble(d.MinCleanableRatio) },
 		},
 		{
 			Name: minCompactionLagMsConfig, Type: kmsg.ConfigTypeLong, Default: "0",
 			Synonyms: []string{"log.cleaner.min.compaction.lag.ms"}, Valid: "[0,...]", check: atLeast(0),
-			Doc: "Shortest time a record stays uncompacted.", Note: noCompaction,
+			Doc: "Shortest time a record stays uncompacted.", Applied: true, Note: onCompaction,
 			fromDefaults: func(d *Defaults) string { return strconv.FormatInt(d.MinCompactionLagMs, 10) },
 		},
 		{
@@ -316,7 +317,7 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 			Name: SegmentBytesConfig, Type: kmsg.ConfigTypeInt, Default: "1073741824",
 			Synonyms: []string{"log.segment.bytes"}, Valid: "[1048576,...]", check: atLeast(1 << 20),
 			Doc:  "Size of a partition's segment files (minimum 1 MiB since Kafka 4.0, KIP-1030).",
-			Note: noSegments,
+			Note: segmentNote,
 			fromDefaults: func(d *Defaults) string {
 				return strconv.FormatInt(int64(d.SegmentBytes), 10)
 			},
@@ -334,7 +335,7 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 		{
 			Name: SegmentMsConfig, Type: kmsg.ConfigTypeLong, Default: "604800000",
 			Synonyms: []string{"log.roll.ms", "log.roll.hours"}, Valid: "[1,...]", check: atLeast(1),
-			Doc: "Time after which a partition rolls to a new segment.", Note: noSegments,
+			Doc: "Time after which a partition rolls to a new segment.", Note: segmentNote,
 			fromDefaults: func(d *Defaults) string { return strconv.FormatInt(d.SegmentMs, 10) },
 		},
 		{

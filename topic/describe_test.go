@@ -101,8 +101,11 @@ func TestDescribeSources(t *testing.T) {
 			}
 		}
 	}
-	if doc := byName["segment.bytes"].Doc; !strings.Contains(doc, "[kbroker: stored and reported, not applied") {
-		t.Errorf("segment.bytes doc %q does not say kbroker ignores it", doc)
+	if doc := byName["segment.bytes"].Doc; !strings.Contains(doc, "[kbroker: all partitions share one commit log") {
+		t.Errorf("segment.bytes doc %q does not say what kbroker does with it", doc)
+	}
+	if doc := byName["index.interval.bytes"].Doc; !strings.Contains(doc, "[kbroker: stored and reported, not applied") {
+		t.Errorf("index.interval.bytes doc %q does not say kbroker ignores it", doc)
 	}
 	if doc := byName["retention.ms"].Doc; strings.Contains(doc, "kbroker") {
 		t.Errorf("retention.ms is applied; its doc %q should carry no note", doc)
