@@ -222,7 +222,7 @@ func (s *Store) cleanerLoop(ctx context.Context, st *cleanerState, thread int) {
 			lg.Error("cleaning failed", zap.String("topic", p.topic), zap.Int32("partition", p.index), zap.Error(err))
 			s.noteCleanFailure(p)
 		case stats.Partitions > 0:
-			lg.Info("partition cleaned", zap.String("topic", p.topic), zap.Int32("partition", p.index),
+			lg.Debug("partition cleaned", zap.String("topic", p.topic), zap.Int32("partition", p.index),
 				zap.Int64("read", stats.BytesRead), zap.Int64("written", stats.BytesWritten),
 				zap.Int("removed", stats.RecordsRemoved), zap.Bool("partial", stats.Partial), zap.Duration("took", stats.Took))
 		}
