@@ -285,7 +285,7 @@ func TestCompactionKill9(t *testing.T) {
 	b := startBinary(t, "--flush", "sync", "--config", writeProps(t, map[string]string{"log.cleaner.backoff.ms": "5"}))
 	topic := topicName(t)
 	createCompactedTopic(t, b.Addr(), topic, "compact")
-	acked := map[string]int{}  // key → highest acknowledged sequence
+	acked := map[string]int{}   // key → highest acknowledged sequence
 	written := map[string]int{} // key → highest sequence produced
 	seq := 0
 	for round := 1; round <= kills; round++ {
