@@ -19,14 +19,18 @@ package partition
 // cleaning pass, standing for Kafka's .swap renames plus its
 // cleaner-offset-checkpoint.
 //
-//	0    4        6            14          22          30          38
-//	+----+--------+------------+-----------+-----------+-----------+--------+
-//	|KBCM| version| generation | log start | clean end | data size | crc32c |
-//	|    | u16 = 1| u64        | i64       | i64       | i64       | of 0..38
-//	+----+--------+------------+-----------+-----------+-----------+--------+
+//	0    4        6            14          22          30          38          46
+//	+----+--------+------------+-----------+-----------+-----------+-----------+--------+
+//	|KBCM| version| generation | log start | deduped   | clean end | data size | crc32c |
+//	|    | u16 = 1| u64        | i64       | i64       | i64       | i64       | of 0..46
+//	+----+--------+------------+-----------+-----------+-----------+-----------+--------+
 //
 // The log start is the partition's when the pass began: compaction never
 // moves it, so recovery must not take the first surviving batch for it.
+// Offsets below "deduped" were cleaned; the store may also hold batches
+// from there up to the clean end copied unchanged ("evacuated": moved out
+// of the commit log so that an idle compacted partition does not pin the
+// shared files), which later passes clean like dirty data.
 //
 // Recovery loads the manifest, maps its data file (which must have exactly
 // the recorded size), rebuilds the index from the batch headers and
@@ -56,7 +60,7 @@ const (
 	manifestName    = "manifest"
 	manifestMagic   = "KBCM"
 	manifestVersion = 1
-	manifestSize    = 42
+	manifestSize    = 50
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -68,6 +72,7 @@ var errCorruptManifest = errors.New("partition: corrupt compaction manifest")
 type manifest struct {
 	generation uint64
 	logStart   int64
+	deduped    int64
 	cleanEnd   int64
 	dataSize   int64
 }
@@ -79,9 +84,10 @@ func (m manifest) encode() []byte {
 	be.PutUint16(b[4:], manifestVersion)
 	be.PutUint64(b[6:], m.generation)
 	be.PutUint64(b[14:], uint64(m.logStart))
-	be.PutUint64(b[22:], uint64(m.cleanEnd))
-	be.PutUint64(b[30:], uint64(m.dataSize))
-	be.PutUint32(b[38:], crc32.Checksum(b[:38], castagnoli))
+	be.PutUint64(b[22:], uint64(m.deduped))
+	be.PutUint64(b[30:], uint64(m.cleanEnd))
+	be.PutUint64(b[38:], uint64(m.dataSize))
+	be.PutUint32(b[46:], crc32.Checksum(b[:46], castagnoli))
 	return b
 }
 
@@ -90,15 +96,17 @@ func decodeManifest(b []byte) (manifest, error) {
 		return manifest{}, fmt.Errorf("%w: %d bytes", errCorruptManifest, len(b))
 	}
 	be := binary.BigEndian
-	if crc := crc32.Checksum(b[:38], castagnoli); crc != be.Uint32(b[38:]) {
+	if crc := crc32.Checksum(b[:46], castagnoli); crc != be.Uint32(b[46:]) {
 		return manifest{}, fmt.Errorf("%w: checksum mismatch", errCorruptManifest)
 	}
 	if v := be.Uint16(b[4:]); v != manifestVersion {
 		return manifest{}, fmt.Errorf("%w: version %d", errCorruptManifest, v)
 	}
-	m := manifest{generation: be.Uint64(b[6:]), logStart: int64(be.Uint64(b[14:])), cleanEnd: int64(be.Uint64(b[22:])), dataSize: int64(be.Uint64(b[30:]))}
-	if m.logStart < 0 || m.cleanEnd < m.logStart || m.dataSize < 0 || m.generation > 1<<62 {
-		return manifest{}, fmt.Errorf("%w: generation %d, log start %d, clean end %d, size %d", errCorruptManifest, m.generation, m.logStart, m.cleanEnd, m.dataSize)
+	m := manifest{generation: be.Uint64(b[6:]), logStart: int64(be.Uint64(b[14:])), deduped: int64(be.Uint64(b[22:])),
+		cleanEnd: int64(be.Uint64(b[30:])), dataSize: int64(be.Uint64(b[38:]))}
+	if m.logStart < 0 || m.deduped < m.logStart || m.cleanEnd < m.deduped || m.dataSize < 0 || m.generation > 1<<62 {
+		return manifest{}, fmt.Errorf("%w: generation %d, log start %d, deduped %d, clean end %d, size %d",
+			errCorruptManifest, m.generation, m.logStart, m.deduped, m.cleanEnd, m.dataSize)
 	}
 	return m, nil
 }
@@ -110,6 +118,9 @@ type cleanView struct {
 	// start is the log start offset when the generation was written:
 	// the first offset the view may answer for.
 	start int64
+	// deduped is where the cleaned part ends; batches from there to end
+	// were evacuated unchanged and are still dirty.
+	deduped int64
 	// end is the clean end: offsets below it are served from this view
 	// (those it does not hold were cleaned away), offsets at or above it
 	// from the consume queue.
@@ -204,7 +215,7 @@ func loadCleanStore(dir string) (*cleanView, error) {
 	if err := removeAllBut(dir, name); err != nil {
 		return nil, err
 	}
-	v := &cleanView{gen: m.generation, start: m.logStart, end: m.cleanEnd, minHorizon: -1}
+	v := &cleanView{gen: m.generation, start: m.logStart, deduped: m.deduped, end: m.cleanEnd, minHorizon: -1}
 	if m.dataSize == 0 {
 		return v, nil
 	}
@@ -297,7 +308,7 @@ func (cw *cleanWriter) abort() {
 // publish makes the generation durable and current on disk: data fsynced,
 // then the manifest replaced atomically (the commit point). It returns the
 // new view, mapped. On an error the previous generation stays published.
-func (cw *cleanWriter) publish(logStart, cleanEnd int64) (*cleanView, error) {
+func (cw *cleanWriter) publish(logStart, deduped, cleanEnd int64) (*cleanView, error) {
 	err := cw.w.Flush()
 	if err == nil {
 		err = cw.f.Sync()
@@ -309,12 +320,12 @@ func (cw *cleanWriter) publish(logStart, cleanEnd int64) (*cleanView, error) {
 		_ = os.Remove(cw.f.Name())
 		return nil, fmt.Errorf("partition: clean store write: %w", err)
 	}
-	m := manifest{generation: cw.gen, logStart: logStart, cleanEnd: cleanEnd, dataSize: cw.pos}
+	m := manifest{generation: cw.gen, logStart: logStart, deduped: deduped, cleanEnd: cleanEnd, dataSize: cw.pos}
 	if err := klog.WriteFileAtomic(filepath.Join(cw.dir, manifestName), m.encode()); err != nil {
 		_ = os.Remove(cw.f.Name())
 		return nil, err
 	}
-	v := &cleanView{gen: cw.gen, start: logStart, end: cleanEnd, entries: slices.Clip(cw.entries), minHorizon: -1}
+	v := &cleanView{gen: cw.gen, start: logStart, deduped: deduped, end: cleanEnd, entries: slices.Clip(cw.entries), minHorizon: -1}
 	if cw.pos == 0 {
 		_ = os.Remove(cw.f.Name())
 		return v, nil

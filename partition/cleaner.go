@@ -295,6 +295,11 @@ type cleanPlan struct {
 	cleanBytes int64
 	ratio      float64
 	due        bool
+	// evacuate asks the pass to copy everything up to evacuateEnd (the
+	// high watermark) into the clean store unchanged, so that the
+	// partition stops pinning the oldest commit-log file.
+	evacuate    bool
+	evacuateEnd int64
 }
 
 // planClean computes the dirty range of p. ok reports that a pass is due
@@ -305,8 +310,11 @@ func (p *Partition) planClean(nowMs int64, force bool) (cleanPlan, bool) {
 	pl := cleanPlan{view: v, logStart: p.logStart.Load()}
 	pl.start = pl.logStart
 	if v != nil {
-		pl.start = max(v.end, pl.logStart)
+		pl.start = max(v.deduped, pl.logStart)
 		for _, e := range v.entries[v.find(pl.logStart):] {
+			if e.BaseOffset >= v.deduped {
+				break
+			}
 			pl.cleanBytes += int64(e.Size)
 		}
 	}
@@ -322,61 +330,51 @@ func (p *Partition) planClean(nowMs int64, force bool) (cleanPlan, bool) {
 	if segBytes <= 0 {
 		segBytes = math.MaxInt64
 	}
-	var (
-		segStart, segFirstTs, segSize int64
-		firstTs                       int64 = -1
-	)
+	var segStart, segFirstTs, segSize int64
+	firstTs := int64(-1)
 	segStart = pl.start
-	var buf [64]consumequeue.Entry
-	for off := pl.start; off < limit; {
-		es := p.cq.Read(off, limit, len(buf), buf[:0])
-		if len(es) == 0 {
-			break
+	var sizes []int64 // per batch below limit, to recount after a cut
+	var bases []int64
+	p.eachEntry(pl.start, limit, func(e batchRef) bool {
+		ts := e.MaxTimestampSoFar
+		if cfg.MinCompactionLagMs > 0 && ts > nowMs-cfg.MinCompactionLagMs {
+			limit = e.BaseOffset // too young, and so is all that follows
+			return false
 		}
-		for _, e := range es {
-			if e.BaseOffset >= limit {
-				break
-			}
-			ts := e.MaxTimestampSoFar
-			if cfg.MinCompactionLagMs > 0 && ts > nowMs-cfg.MinCompactionLagMs {
-				limit = e.BaseOffset // too young, and so is all that follows
-				break
-			}
-			if firstTs < 0 {
-				firstTs = ts
-				segFirstTs = ts
-			}
-			if segSize > 0 && (segSize+int64(e.Size) > segBytes || ts-segFirstTs > segMs) {
-				segStart, segFirstTs, segSize = e.BaseOffset, ts, 0
-			}
-			segSize += int64(e.Size)
-			pl.dirtyBytes += int64(e.Size)
+		if firstTs < 0 {
+			firstTs, segFirstTs = ts, ts
 		}
-		off = es[len(es)-1].NextOffset()
-	}
+		if segSize > 0 && (segSize+int64(e.Size) > segBytes || ts-segFirstTs > segMs) {
+			segStart, segFirstTs, segSize = e.BaseOffset, ts, 0
+		}
+		segSize += int64(e.Size)
+		sizes = append(sizes, int64(e.Size))
+		bases = append(bases, e.BaseOffset)
+		return true
+	})
 	if segSize > 0 && segSize < segBytes && nowMs-segFirstTs < segMs && segStart < limit {
-		// The active segment: not yet rolled by size or time.
-		limit = segStart
-		pl.dirtyBytes = 0
-		for off := pl.start; off < limit; {
-			es := p.cq.Read(off, limit, len(buf), buf[:0])
-			if len(es) == 0 {
-				break
-			}
-			for _, e := range es {
-				pl.dirtyBytes += int64(e.Size)
-			}
-			off = es[len(es)-1].NextOffset()
-		}
+		limit = segStart // the active segment: not yet rolled by size or time
 	}
 	pl.limit = max(limit, pl.start)
+	for i, b := range bases {
+		if b >= pl.limit {
+			break
+		}
+		pl.dirtyBytes += sizes[i]
+	}
 	if pl.dirtyBytes+pl.cleanBytes > 0 {
 		pl.ratio = float64(pl.dirtyBytes) / float64(pl.dirtyBytes+pl.cleanBytes)
 	}
 	dirty := pl.limit > pl.start && pl.dirtyBytes > 0
 	lagDue := dirty && firstTs >= 0 && cfg.MaxCompactionLagMs < math.MaxInt64 && nowMs-firstTs > cfg.MaxCompactionLagMs
 	horizonDue := v != nil && v.minHorizon >= 0 && nowMs >= v.minHorizon
-	pl.due = (dirty && pl.ratio > cfg.MinCleanableRatio) || lagDue || horizonDue || (force && dirty)
+	end := int64(0)
+	if v != nil {
+		end = v.end
+	}
+	pl.evacuate = p.evacuate.Load() && hw > max(end, pl.logStart)
+	pl.evacuateEnd = hw
+	pl.due = (dirty && pl.ratio > cfg.MinCleanableRatio) || lagDue || horizonDue || pl.evacuate || (force && dirty)
 	return pl, pl.due
 }
 
@@ -413,58 +411,55 @@ func (p *Partition) cleanPass(ctx context.Context, st *cleanerState, th *throttl
 	s := p.store
 	aborted := p.abortedSnapshot()
 
-	// Map the dirty range.
+	// Map the dirty range (evacuated batches in the store, then the
+	// commit log).
 	st.m.Reset()
 	mapEnd := pl.start
-	var buf [64]consumequeue.Entry
 	var rd batch.Reader
-map_:
-	for off := pl.start; off < pl.limit; {
-		es := p.cq.Read(off, pl.limit, len(buf), buf[:0])
-		if len(es) == 0 {
-			break
+	var mapErr error
+	p.eachEntry(pl.start, pl.limit, func(e batchRef) bool {
+		b, err := p.readBatch(st, e)
+		if err != nil {
+			mapErr = err
+			return false
 		}
-		for _, e := range es {
-			if e.BaseOffset >= pl.limit {
-				break map_
-			}
-			b, err := p.readCommitLog(st, e)
-			if err != nil {
-				return stats, err
-			}
-			stats.BytesRead += int64(e.Size)
-			th.wait(ctx, int64(e.Size))
-			h, err := batch.ParseHeader(b)
-			if err != nil {
-				return stats, fmt.Errorf("map batch at offset %d: %w", e.BaseOffset, err)
-			}
-			if h.IsControl() || (h.IsTransactional() && aborted.aborted(h.ProducerID, h.BaseOffset)) {
-				mapEnd = e.NextOffset()
-				continue
-			}
-			if int(h.NumRecords) > st.m.Room() {
-				if mapEnd == pl.start {
-					return stats, fmt.Errorf("a batch of %d records at offset %d does not fit the dedupe buffer of %d keys (log.cleaner.dedupe.buffer.size)",
-						h.NumRecords, h.BaseOffset, st.m.Capacity())
-				}
-				stats.Partial = true
-				break map_
-			}
-			err = rd.Records(b, func(r batch.Record) bool {
-				if r.Key != nil {
-					st.m.Put(r.Key, h.BaseOffset+int64(r.OffsetDelta))
-				}
-				return true
-			})
-			if err != nil {
-				return stats, fmt.Errorf("map batch at offset %d: %w", e.BaseOffset, err)
-			}
+		stats.BytesRead += int64(e.Size)
+		th.wait(ctx, int64(e.Size))
+		h, err := batch.ParseHeader(b)
+		if err != nil {
+			mapErr = fmt.Errorf("map batch at offset %d: %w", e.BaseOffset, err)
+			return false
+		}
+		if h.IsControl() || (h.IsTransactional() && aborted.aborted(h.ProducerID, h.BaseOffset)) {
 			mapEnd = e.NextOffset()
+			return true
 		}
-		off = es[len(es)-1].NextOffset()
-		if ctx.Err() != nil {
-			return stats, ctx.Err()
+		if int(h.NumRecords) > st.m.Room() {
+			if mapEnd == pl.start {
+				mapErr = fmt.Errorf("a batch of %d records at offset %d does not fit the dedupe buffer of %d keys (log.cleaner.dedupe.buffer.size)",
+					h.NumRecords, h.BaseOffset, st.m.Capacity())
+			}
+			stats.Partial = true
+			return false
 		}
+		err = rd.Records(b, func(r batch.Record) bool {
+			if r.Key != nil {
+				st.m.Put(r.Key, h.BaseOffset+int64(r.OffsetDelta))
+			}
+			return true
+		})
+		if err != nil {
+			mapErr = fmt.Errorf("map batch at offset %d: %w", e.BaseOffset, err)
+			return false
+		}
+		mapEnd = e.NextOffset()
+		return ctx.Err() == nil
+	})
+	if mapErr == nil {
+		mapErr = ctx.Err()
+	}
+	if mapErr != nil {
+		return stats, mapErr
 	}
 
 	// Rewrite the clean store and the mapped range into a new generation.
@@ -502,8 +497,18 @@ map_:
 			}
 		}
 	}
-	for off := pl.start; off < mapEnd; {
-		es := p.cq.Read(off, mapEnd, len(buf), buf[:0])
+	// Then the commit log: the mapped range, and with evacuation the rest
+	// up to the high watermark, unchanged.
+	from, to := pl.start, mapEnd
+	if pl.view != nil {
+		from = max(from, pl.view.end)
+	}
+	if pl.evacuate {
+		to = max(to, pl.evacuateEnd)
+	}
+	var buf [64]consumequeue.Entry
+	for off := from; off < to; {
+		es := p.cq.Read(off, to, len(buf), buf[:0])
 		if len(es) == 0 {
 			break
 		}
@@ -525,17 +530,27 @@ map_:
 			return stats, errors.Join(errCleanAborted, ctx.Err())
 		}
 	}
+	end := max(mapEnd, pl.start)
+	if pl.view != nil {
+		end = max(end, pl.view.end)
+	}
+	if pl.evacuate {
+		end = max(end, to)
+	}
 	stats.BytesWritten = cw.pos
 	stats.BatchesWritten = len(cw.entries)
 
 	// Publish.
-	nv, err := cw.publish(pl.logStart, max(mapEnd, pl.start))
+	nv, err := cw.publish(pl.logStart, max(mapEnd, pl.start), end)
 	if err != nil {
 		return stats, err
 	}
 	nv.minHorizon = f.minHorizon
 	old := pl.view
 	p.clean.Store(nv)
+	if pl.evacuate {
+		p.evacuate.Store(false)
+	}
 	p.dropAborted(f.removedAborts)
 	if old != nil && old.file != nil {
 		s.destroyLater(old.file)
@@ -568,6 +583,16 @@ func (s *Store) destroyLater(m *klog.MappedFile) {
 			m.Close()
 		}
 	}()
+}
+
+// readBatch copies a batch of the clean store or the commit log into
+// st.buf.
+func (p *Partition) readBatch(st *cleanerState, e batchRef) ([]byte, error) {
+	st.buf = slices.Grow(st.buf[:0], int(e.Size))[:e.Size]
+	if err := p.copyBatch(st.buf, e); err != nil {
+		return nil, storageError(fmt.Sprintf("clean %s-%d at offset %d", p.topic, p.index, e.BaseOffset), err)
+	}
+	return st.buf, nil
 }
 
 // readCommitLog copies the batch of a consume-queue entry out of the
@@ -609,6 +634,16 @@ func (f *filterState) filter(b []byte, stats *CleanStats) error {
 	}
 	stats.BatchesRead++
 	horizon := int64(batch.NoHorizon)
+	if h.BaseOffset >= f.mapEnd {
+		// Not cleaned in this pass (evacuated, or an earlier pass's
+		// evacuation beyond this one's map): kept unchanged.
+		if h.IsControl() {
+			delete(f.txnData, h.ProducerID)
+		} else if h.IsTransactional() {
+			f.txnData[h.ProducerID] = true
+		}
+		return f.write(b, batch.NoHorizon, func(batch.Record) bool { return true }, stats)
+	}
 	if h.IsControl() {
 		hasData := f.txnData[h.ProducerID]
 		delete(f.txnData, h.ProducerID)

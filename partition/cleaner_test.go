@@ -245,7 +245,7 @@ func TestCompactionReadersDuringSwap(t *testing.T) {
 // stops the partition from opening rather than serving a guess.
 func TestCompactionManifest(t *testing.T) {
 	t.Parallel()
-	m := manifest{generation: 7, logStart: 12, cleanEnd: 1234, dataSize: 99}
+	m := manifest{generation: 7, logStart: 12, deduped: 1000, cleanEnd: 1234, dataSize: 99}
 	got, err := decodeManifest(m.encode())
 	if err != nil || got != m {
 		t.Fatalf("round trip: %+v, %v", got, err)
@@ -333,7 +333,7 @@ func FuzzCleanStoreIndex(f *testing.F) {
 // FuzzManifest: decodeManifest never panics and accepts only what encode
 // produces.
 func FuzzManifest(f *testing.F) {
-	f.Add(manifest{generation: 3, logStart: 1, cleanEnd: 10, dataSize: 100}.encode())
+	f.Add(manifest{generation: 3, logStart: 1, deduped: 5, cleanEnd: 10, dataSize: 100}.encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := decodeManifest(b)
 		if err != nil {
@@ -343,4 +343,60 @@ func FuzzManifest(f *testing.F) {
 			t.Fatalf("accepted %x, which re-encodes as %x", b, m.encode())
 		}
 	})
+}
+
+// TestCompactionIdlePartitionDoesNotPin: a compacted partition written
+// once and then idle keeps its last batch uncleaned, which would pin every
+// later commit-log file; retention has the cleaner move it into the clean
+// store, and the files a busy delete-policy partition fills go.
+func TestCompactionIdlePartitionDoesNotPin(t *testing.T) {
+	t.Parallel()
+	cfg := testStoreConfig(t, FlushAsync) // 64 KiB commit-log files
+	busy := spec(2, 1)
+	busy.Config.RetentionMs, busy.Config.RetentionBytes = -1, 64<<10
+	s := openStore(t, cfg, compactTopic(1), busy)
+	p, q := s.Partition(topicID(1), 0), s.Partition(topicID(2), 0)
+	now := time.Now().UnixMilli()
+	for i := range 3 {
+		mustAppendKeyed(t, p, []keyed{{fmt.Appendf(nil, "k%d", i), []byte("v")}}, now, -1, 0, false)
+	}
+	files := func() int {
+		des, err := os.ReadDir(filepath.Join(cfg.Dir, "commitlog"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(des)
+	}
+	for range 4 {
+		for range 200 {
+			mustAppend(t, s, q, testBatch{pid: -1, values: values(1, 1000), baseTs: now}, now)
+		}
+		if _, err := s.EnforceRetention(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		mustClean(t, s)
+		if _, err := s.EnforceRetention(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := files(); n > 4 {
+		t.Fatalf("%d commit-log files: the idle compacted partition still pins the log", n)
+	}
+	recs, res := readAll(t, p, 0, false)
+	if len(recs) != 3 || res.HighWatermark != 3 {
+		t.Fatalf("compacted partition reads %d records, high watermark %d", len(recs), res.HighWatermark)
+	}
+	// It goes on taking writes, and they are cleaned with the evacuated ones.
+	mustAppendKeyed(t, p, []keyed{{[]byte("k0"), []byte("new")}}, now, -1, 0, false)
+	mustAppendKeyed(t, p, []keyed{{[]byte("k9"), []byte("tail")}}, now, -1, 0, false)
+	mustClean(t, s)
+	mustClean(t, s)
+	recs, _ = readAll(t, p, 0, false)
+	got := map[string]string{}
+	for _, r := range recs {
+		got[string(r.key)] = string(r.value)
+	}
+	if len(recs) != 4 || got["k0"] != "new" {
+		t.Fatalf("after new writes: %d records, %v", len(recs), got)
+	}
 }

@@ -95,6 +95,10 @@ type Partition struct {
 	// cleanMu is held by a cleaning pass and by topic deletion, so that a
 	// pass never writes into a directory being removed.
 	cleanMu sync.Mutex
+	// evacuate is set by retention when this compacted partition is what
+	// keeps the oldest commit-log file alive: the next pass copies its
+	// uncleanable tail into the clean store (cleaner.go).
+	evacuate atomic.Bool
 	// cleanFailedAt is when the last pass failed (ms), 0 if none: the
 	// cleaner threads leave the partition alone for a backoff after it.
 	cleanFailedAt atomic.Int64

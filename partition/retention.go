@@ -111,6 +111,7 @@ func (s *Store) EnforceRetention(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	minLive := wrote
+	var blocker *Partition
 	for _, p := range ps {
 		if p.deleted.Load() {
 			continue
@@ -125,8 +126,18 @@ func (s *Store) EnforceRetention(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("partition: retention of %s-%d: %w", p.topic, p.index, err)
 		}
 		if e, ok := p.cq.Find(start); ok {
-			minLive = min(minLive, e.Pos-int64(s.clog.HeaderSize()))
+			if pos := e.Pos - int64(s.clog.HeaderSize()); pos < minLive {
+				minLive, blocker = pos, p
+			}
 		}
+	}
+	// A compacted partition that keeps an older commit-log file than the
+	// current one alive has its uncleanable tail (the last batch, the
+	// active segment, an open transaction) copied into its clean store by
+	// the next pass: otherwise an idle compacted partition would pin the
+	// shared log forever (COMPACTION-REFERENCE.md §4.4, evacuation).
+	if fs := s.clog.FileSize(); blocker != nil && blocker.cfg.Load().Compact && fs > 0 && minLive/fs < wrote/fs {
+		blocker.evacuate.Store(true)
 	}
 	n, err := s.clog.DeleteBefore(ctx, minLive)
 	s.deletedFiles.Add(int64(n))
