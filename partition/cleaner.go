@@ -184,6 +184,17 @@ func (s *Store) startCleaner() {
 	per := c.DedupeBufferSize / int64(c.Threads)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cleanerCancel = cancel
+	// Stopping the store stops them too (also when a test abandons it
+	// without Close).
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for i := range c.Threads {
 		s.wg.Add(1)
 		go func() {
