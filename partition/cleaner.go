@@ -341,11 +341,9 @@ func (p *Partition) planClean(nowMs int64, force bool) (cleanPlan, bool) {
 	if segBytes <= 0 {
 		segBytes = math.MaxInt64
 	}
-	var segStart, segFirstTs, segSize int64
+	var segStart, segFirstTs, segSize, total, beforeSeg int64
 	firstTs := int64(-1)
 	segStart = pl.start
-	var sizes []int64 // per batch below limit, to recount after a cut
-	var bases []int64
 	p.eachEntry(pl.start, limit, func(e batchRef) bool {
 		ts := e.MaxTimestampSoFar
 		if cfg.MinCompactionLagMs > 0 && ts > nowMs-cfg.MinCompactionLagMs {
@@ -356,23 +354,18 @@ func (p *Partition) planClean(nowMs int64, force bool) (cleanPlan, bool) {
 			firstTs, segFirstTs = ts, ts
 		}
 		if segSize > 0 && (segSize+int64(e.Size) > segBytes || ts-segFirstTs > segMs) {
-			segStart, segFirstTs, segSize = e.BaseOffset, ts, 0
+			segStart, segFirstTs, segSize, beforeSeg = e.BaseOffset, ts, 0, total
 		}
 		segSize += int64(e.Size)
-		sizes = append(sizes, int64(e.Size))
-		bases = append(bases, e.BaseOffset)
+		total += int64(e.Size)
 		return true
 	})
+	pl.dirtyBytes = total
 	if segSize > 0 && segSize < segBytes && nowMs-segFirstTs < segMs && segStart < limit {
 		limit = segStart // the active segment: not yet rolled by size or time
+		pl.dirtyBytes = beforeSeg
 	}
 	pl.limit = max(limit, pl.start)
-	for i, b := range bases {
-		if b >= pl.limit {
-			break
-		}
-		pl.dirtyBytes += sizes[i]
-	}
 	if pl.dirtyBytes+pl.cleanBytes > 0 {
 		pl.ratio = float64(pl.dirtyBytes) / float64(pl.dirtyBytes+pl.cleanBytes)
 	}

@@ -400,3 +400,100 @@ func TestCompactionIdlePartitionDoesNotPin(t *testing.T) {
 		t.Fatalf("after new writes: %d records, %v", len(recs), got)
 	}
 }
+
+// TestCompactDeleteRetention: with compact,delete, retention.ms moves the
+// log start through the clean store as through the commit log, and the
+// cleaner goes on from there.
+func TestCompactDeleteRetention(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{t: time.UnixMilli(1_700_000_000_000)}
+	cfg := testStoreConfig(t, FlushAsync)
+	cfg.Now = clk.now
+	ts := compactTopic(1)
+	ts.Config.RetentionMs = 60_000
+	s := openStore(t, cfg, ts)
+	p := s.Partition(topicID(1), 0)
+	now := func() int64 { return clk.now().UnixMilli() }
+	for i := range 50 {
+		mustAppendKeyed(t, p, []keyed{{fmt.Appendf(nil, "old-%d", i%5), []byte("v")}}, now(), -1, 0, false) // 0-49
+	}
+	clk.add(30 * time.Second)
+	for i := range 50 {
+		mustAppendKeyed(t, p, []keyed{{fmt.Appendf(nil, "new-%d", i%5), []byte("v")}}, now(), -1, 0, false) // 50-99
+	}
+	clk.add(10 * time.Millisecond)
+	mustClean(t, s)
+	recs, _ := readAll(t, p, 0, false)
+	if len(recs) != 11 {
+		// The last batch (new-4 at 99) is never cleaned, so new-4 at 94
+		// is not superseded yet.
+		t.Fatalf("after cleaning: %d records, want 5 old and 5 new keys and the last batch", len(recs))
+	}
+	clk.add(45 * time.Second) // the old batches are past retention.ms, the new ones not
+	if _, err := s.EnforceRetention(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	start := p.logStart.Load()
+	if start < 45 || start > 95 {
+		t.Fatalf("log start %d: want it past the old keys' last batches and before the new ones", start)
+	}
+	recs, _ = readAll(t, p, start, false)
+	for _, r := range recs {
+		if r.offset < 50 {
+			t.Fatalf("record %d of an old key survived retention", r.offset)
+		}
+	}
+	if len(recs) != 6 {
+		t.Fatalf("after retention: %d records, want the 5 new keys and the last batch", len(recs))
+	}
+	// A pass after retention starts from the new log start.
+	mustAppendKeyed(t, p, []keyed{{[]byte("new-0"), []byte("w")}}, now(), -1, 0, false)
+	mustAppendKeyed(t, p, []keyed{{[]byte("tail"), []byte("t")}}, now(), -1, 0, false)
+	clk.add(10 * time.Millisecond)
+	mustClean(t, s)
+	recs, _ = readAll(t, p, p.logStart.Load(), false)
+	if len(recs) != 6 {
+		t.Fatalf("after the next pass: %d records, want 5 keys and the tail", len(recs))
+	}
+}
+
+// TestCompactionPolicySwitch: a partition switched from delete to compact
+// is cleaned from its log start; switched back to delete it is no longer
+// cleaned and still reads what the cleaner left.
+func TestCompactionPolicySwitch(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{t: time.UnixMilli(1_700_000_000_000)}
+	cfg := testStoreConfig(t, FlushAsync)
+	cfg.Now = clk.now
+	ts := compactTopic(1)
+	ts.Config.Compact = false
+	s := openStore(t, cfg, ts)
+	p := s.Partition(topicID(1), 0)
+	now := func() int64 { return clk.now().UnixMilli() }
+	for i := range 20 {
+		mustAppendKeyed(t, p, []keyed{{fmt.Appendf(nil, "k%d", i%4), fmt.Appendf(nil, "%d", i)}}, now(), -1, 0, false)
+	}
+	clk.add(10 * time.Millisecond)
+	if st := mustClean(t, s); st.Partitions != 0 {
+		t.Fatalf("a delete-policy partition was cleaned: %+v", st)
+	}
+	cc := *p.cfg.Load()
+	cc.Compact = true
+	p.SetConfig(cc)
+	mustClean(t, s)
+	if recs, _ := readAll(t, p, 0, false); len(recs) != 5 {
+		t.Fatalf("after switching to compact: %d records, want 4 keys and the last batch", len(recs))
+	}
+	cc.Compact = false
+	p.SetConfig(cc)
+	for i := range 10 {
+		mustAppendKeyed(t, p, []keyed{{[]byte("k0"), fmt.Appendf(nil, "again-%d", i)}}, now(), -1, 0, false)
+	}
+	clk.add(10 * time.Millisecond)
+	if st := mustClean(t, s); st.Partitions != 0 {
+		t.Fatalf("a partition switched back to delete was cleaned: %+v", st)
+	}
+	if recs, _ := readAll(t, p, 0, false); len(recs) != 15 {
+		t.Fatalf("after switching back: %d records, want 5 + 10", len(recs))
+	}
+}
