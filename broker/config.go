@@ -84,13 +84,14 @@ type Config struct {
 	RetentionCheckInterval time.Duration `kafka:"log.retention.check.interval.ms"`
 	// LogCleanupPolicy is log.cleanup.policy, the default cleanup.policy
 	// of topics: "delete", "compact", "compact,delete" or empty (keep
-	// everything). "compact" is refused while kbroker has no log cleaner.
+	// everything).
 	LogCleanupPolicy string `kafka:"log.cleanup.policy"`
 	// LogRollMs is log.roll.ms, the default segment.ms of topics: on the
 	// shared commit log it only bounds a compacted partition's
-	// uncleanable head (README "Compacted topics").
+	// uncleanable head (docs/COMPACTION.md).
 	LogRollMs int64 `kafka:"log.roll.ms"`
-	// LogCleanerEnable is log.cleaner.enable: whether the log cleaner runs.
+	// LogCleanerEnable is log.cleaner.enable: whether the log cleaner
+	// runs. Off, compacted topics are still accepted, and not cleaned.
 	LogCleanerEnable bool `kafka:"log.cleaner.enable"`
 	// LogCleanerThreads is log.cleaner.threads; the dedupe buffer and the
 	// I/O budget are shared between them.

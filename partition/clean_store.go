@@ -63,8 +63,6 @@ const (
 	manifestSize    = 50
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // errCorruptManifest is returned for a manifest that does not verify.
 var errCorruptManifest = errors.New("partition: corrupt compaction manifest")
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // openWith opens a registry in a fresh directory with the given defaults.
@@ -26,21 +28,21 @@ func TestCompactGate(t *testing.T) {
 	off := openWith(t, KafkaDefaults())
 	for _, policy := range []string{"compact", "compact,delete", "delete, compact"} {
 		_, err := off.Create("c", 1, map[string]*string{"cleanup.policy": strp(policy)}, false)
-		wantCode(t, "create "+policy+" without a cleaner", err, kerr.InvalidConfig)
+		testenv.WantErr(t, "create "+policy+" without a cleaner", err, kerr.InvalidConfig)
 		if !strings.Contains(err.Error(), "compaction is not enabled") {
 			t.Errorf("create %s: error %q does not say why", policy, err)
 		}
 	}
 	mustCreate(t, off, "d", 1, nil)
 	_, err := off.AlterConfigs("d", map[string]*string{"cleanup.policy": strp("compact")}, false)
-	wantCode(t, "alter to compact without a cleaner", err, kerr.InvalidConfig)
+	testenv.WantErr(t, "alter to compact without a cleaner", err, kerr.InvalidConfig)
 	_, err = off.IncrementalAlterConfigs("d", []AlterOp{{Name: "cleanup.policy", Op: OpAppend, Value: strp("compact")}}, false)
-	wantCode(t, "append compact without a cleaner", err, kerr.InvalidConfig)
+	testenv.WantErr(t, "append compact without a cleaner", err, kerr.InvalidConfig)
 
 	// Internal topics are compacted by their coordinators' snapshots and
 	// report "compact" as Kafka's do, cleaner or not.
 	it, err := off.CreateInternal(GroupMetadataTopic, 1, map[string]*string{"cleanup.policy": strp("compact")})
-	wantCode(t, "internal compact topic", err, nil)
+	testenv.WantErr(t, "internal compact topic", err, nil)
 	if !it.Configs.CleanupPolicy().Compact || it.Configs.CleanupPolicy().Delete {
 		t.Errorf("internal topic policy: got %+v, want compact only", it.Configs.CleanupPolicy())
 	}
@@ -58,17 +60,17 @@ func TestCompactGate(t *testing.T) {
 	// Live switches, both ways and by each API.
 	mustCreate(t, on, "s", 1, nil)
 	tp, err = on.IncrementalAlterConfigs("s", []AlterOp{{Name: "cleanup.policy", Op: OpSet, Value: strp("compact")}}, false)
-	wantCode(t, "set compact", err, nil)
+	testenv.WantErr(t, "set compact", err, nil)
 	if p := tp.Configs.CleanupPolicy(); !p.Compact || p.Delete {
 		t.Errorf("after SET compact: %+v", p)
 	}
 	tp, err = on.IncrementalAlterConfigs("s", []AlterOp{{Name: "cleanup.policy", Op: OpAppend, Value: strp("delete")}}, false)
-	wantCode(t, "append delete", err, nil)
+	testenv.WantErr(t, "append delete", err, nil)
 	if got, _ := tp.Configs.Override("cleanup.policy"); got != "compact,delete" {
 		t.Errorf("after APPEND delete: %q", got)
 	}
 	tp, err = on.AlterConfigs("s", map[string]*string{"cleanup.policy": strp("delete")}, false)
-	wantCode(t, "alter back to delete", err, nil)
+	testenv.WantErr(t, "alter back to delete", err, nil)
 	if p := tp.Configs.CleanupPolicy(); p.Compact || !p.Delete {
 		t.Errorf("after AlterConfigs delete: %+v", p)
 	}
@@ -134,9 +136,9 @@ func TestCompactionConfigs(t *testing.T) {
 	// The rule min lag ≤ max lag holds on the effective values: a topic
 	// that sets only its min lag is checked against the broker's max lag.
 	_, err = NewConfigs(map[string]*string{"min.compaction.lag.ms": strp("2000")}, d)
-	wantCode(t, "min lag above the broker's max lag", err, kerr.InvalidConfig)
+	testenv.WantErr(t, "min lag above the broker's max lag", err, kerr.InvalidConfig)
 	_, err = NewConfigs(map[string]*string{"min.compaction.lag.ms": strp("2000"), "max.compaction.lag.ms": strp("3000")}, d)
-	wantCode(t, "both lags set", err, nil)
+	testenv.WantErr(t, "both lags set", err, nil)
 
 	bad := d
 	bad.MinCompactionLagMs = 2000
