@@ -455,3 +455,44 @@ func TestCompactionPolicySwitch(t *testing.T) {
 		t.Fatalf("after switching back: %d records, want 5 + 10", len(recs))
 	}
 }
+
+// TestCompactionListOffsets: ListOffsets by timestamp on a compacted
+// partition finds the first surviving record at or after the time, in the
+// clean store or past it, and MaxTimestamp and the earliest offset still
+// answer.
+func TestCompactionListOffsets(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{t: time.UnixMilli(1_700_000_000_000)}
+	cfg := testStoreConfig(t, FlushAsync)
+	cfg.Now = clk.now
+	s := openStore(t, cfg, compactTopic(1))
+	p := s.Partition(topicID(1), 0)
+	base := clk.now().UnixMilli()
+	for i := range 20 { // offset i written at base+10*i; keys repeat every 5
+		mustAppendKeyed(t, p, []keyed{{fmt.Appendf(nil, "k%d", i%5), []byte("v")}}, base+int64(10*i), -1, 0, false)
+	}
+	clk.add(time.Second)
+	mustClean(t, s)
+	recs, _ := readAll(t, p, 0, false)
+	if len(recs) != 6 || recs[0].offset != 14 {
+		// k4 at 14 stays: its later write is the last batch, never cleaned.
+		t.Fatalf("after cleaning: %+v, want offsets 14-19", recs)
+	}
+	for _, tt := range []struct{ ts, off int64 }{
+		{base, 14},             // before everything: the first survivor
+		{base + 100, 14},       // a removed record's time: the next survivor
+		{base + 145, 15},       // between survivors
+		{base + 170, 17},       // a survivor's own time
+		{base + 185, 19},       // between survivors, up to the last batch
+		{base + 1000, -1},      // after everything
+		{EarliestTimestamp, 0}, // the log start did not move
+	} {
+		off, _, err := p.OffsetForTime(tt.ts)
+		if err != nil || off != tt.off {
+			t.Errorf("OffsetForTime(%d): %d, %v; want %d", tt.ts-base, off, err, tt.off)
+		}
+	}
+	if off, ts, err := p.OffsetForTime(MaxTimestamp); err != nil || off != 19 || ts != base+190 {
+		t.Errorf("MaxTimestamp: %d at %d, %v; want 19 at +190", off, ts-base, err)
+	}
+}
