@@ -144,7 +144,11 @@ func TestCompactionFreesCommitLog(t *testing.T) {
 		return len(des)
 	}
 	before := files()
+	sizeBefore := p.Size()
 	stats := mustClean(t, s)
+	if sizeAfter := p.Size(); sizeAfter*50 > sizeBefore {
+		t.Fatalf("Size %d after cleaning, %d before: the cleaned bytes still count", sizeAfter, sizeBefore)
+	}
 	if stats.Partitions != 1 || stats.RecordsRemoved < 2900 {
 		t.Fatalf("clean stats %+v", stats)
 	}
