@@ -15,6 +15,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // compactConfigs are the topic configs of the acceptance example
@@ -274,14 +276,7 @@ func TestCompactionClients(t *testing.T) {
 // increase, and the partition reads to its end.
 func TestCompactionKill9(t *testing.T) {
 	t.Parallel()
-	kills := 4
-	if s := os.Getenv("KBROKER_COMPACTION_KILLS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("KBROKER_COMPACTION_KILLS=%q: want a positive number", s)
-		}
-		kills = n
-	}
+	kills := testenv.Count(t, "KBROKER_COMPACTION_KILLS", 4)
 	b := startBinary(t, "--flush", "sync", "--config", writeProps(t, map[string]string{"log.cleaner.backoff.ms": "5"}))
 	topic := topicName(t)
 	createCompactedTopic(t, b.Addr(), topic, "compact")
@@ -317,9 +312,7 @@ func TestCompactionKill9(t *testing.T) {
 			}
 		}()
 		time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond) // how long the broker lives
-		b.cmd.Process.Kill()
-		<-b.exited
-		b.cmd = nil
+		b.kill9(t, fmt.Sprintf("round %d", round), 10*time.Second)
 		cancel()
 		<-done
 		cl.Close()

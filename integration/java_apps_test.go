@@ -2,11 +2,12 @@ package integration
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestJavaApps runs the Maven module integration/java-apps against the
@@ -16,12 +17,13 @@ import (
 // restarted with its compacted config, offset and status topics. The
 // broker runs with the cleaner acting within a second, so the applications
 // read back compacted topics. Skipped without java and mvn on PATH, in
-// -short mode, or with KBROKER_JAVA_APPS=0; Maven resolves its
-// dependencies from Central into ~/.m2 (the first run downloads them).
+// -short mode, or with KBROKER_SKIP_JAVA=1 (as test.sh's Java client
+// tests); Maven resolves its dependencies from Central into ~/.m2 (the
+// first run downloads them).
 func TestJavaApps(t *testing.T) {
 	t.Parallel()
-	if testing.Short() || os.Getenv("KBROKER_JAVA_APPS") == "0" {
-		t.Skip("the Java applications take a minute or more: not in -short mode or with KBROKER_JAVA_APPS=0")
+	if testing.Short() || testenv.Flag(t, "KBROKER_SKIP_JAVA") {
+		t.Skip("the Java applications take a minute or more: not in -short mode or with KBROKER_SKIP_JAVA=1")
 	}
 	mvn, err := exec.LookPath("mvn")
 	if err == nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/testenv"
 	klog "github.com/kbroker/kbroker/log"
 )
 
@@ -22,7 +23,7 @@ import (
 //
 //	KBROKER_COMPACTION_FIGURES=1 go test -run TestCompactionFigures -v ./partition/
 func TestCompactionFigures(t *testing.T) {
-	if os.Getenv("KBROKER_COMPACTION_FIGURES") == "" {
+	if !testenv.Flag(t, "KBROKER_COMPACTION_FIGURES") {
 		t.Skip("set KBROKER_COMPACTION_FIGURES=1 to measure the cleaner")
 	}
 	const (
