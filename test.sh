@@ -34,6 +34,7 @@ fuzz_budget() {
 	case "$1" in
 	FuzzRecover | FuzzOpen) echo $((3000 * FUZZ_SCALE)) ;;
 	FuzzParseRequest) echo $((50000 * FUZZ_SCALE)) ;;
+	FuzzRetain) echo $((50000 * FUZZ_SCALE)) ;; # decompresses and recompresses every input
 	*) echo $((300000 * FUZZ_SCALE)) ;;
 	esac
 }

@@ -159,6 +159,13 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		GroupCommit:            flush.GroupCommitConfig{Timeout: cfg.SyncFlushTimeout},
 		FullValidation:         cfg.FullValidation,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
+		Cleaner: partition.CleanerConfig{
+			Enable:              cfg.LogCleanerEnable,
+			Threads:             cfg.LogCleanerThreads,
+			Backoff:             cfg.LogCleanerBackoff,
+			DedupeBufferSize:    cfg.LogCleanerDedupeBufferSize,
+			IOMaxBytesPerSecond: cfg.LogCleanerIOMaxBytesPerSecond,
+		},
 	}, specs, partition.WithLogger(b.lg))
 	if err != nil {
 		reg.Close()
@@ -214,19 +221,37 @@ func (b *Broker) closeStores() {
 
 // topicSpec translates a registry topic for the partition store.
 func topicSpec(t *topic.Topic) partition.TopicSpec {
-	return partition.TopicSpec{ID: partition.TopicID(t.ID), Name: t.Name, Partitions: t.Partitions, Config: partitionConfig(t.Configs)}
+	return partition.TopicSpec{ID: partition.TopicID(t.ID), Name: t.Name, Partitions: t.Partitions, Config: partitionConfig(t)}
 }
 
 // partitionConfig is what the partitions apply of a topic's configs.
-func partitionConfig(c topic.Configs) partition.TopicConfig {
-	return partition.TopicConfig{
+// retention.ms and retention.bytes apply only while cleanup.policy has
+// "delete" (Kafka's LogConfig: a compact-only or empty policy keeps data
+// from retention). The internal topics keep everything whatever their
+// configs say: their coordinators' snapshots move the log start, and
+// retention must never drop records no snapshot covers yet.
+func partitionConfig(t *topic.Topic) partition.TopicConfig {
+	c := t.Configs
+	policy := c.CleanupPolicy()
+	cfg := partition.TopicConfig{
 		MaxMessageBytes:      int(c.MaxMessageBytes()),
 		LogAppendTime:        c.TimestampType() == topic.LogAppendTime,
-		RetentionMs:          c.RetentionMs(),
-		RetentionBytes:       c.RetentionBytes(),
+		RetentionMs:          -1,
+		RetentionBytes:       -1,
 		TimestampBeforeMaxMs: c.TimestampBeforeMaxMs(),
 		TimestampAfterMaxMs:  c.TimestampAfterMaxMs(),
+		Compact:              policy.Compact && !t.Internal,
+		MinCleanableRatio:    c.MinCleanableDirtyRatio(),
+		DeleteRetentionMs:    c.DeleteRetentionMs(),
+		MinCompactionLagMs:   c.MinCompactionLagMs(),
+		MaxCompactionLagMs:   c.MaxCompactionLagMs(),
+		SegmentMs:            c.SegmentMs(),
+		SegmentBytes:         int64(c.SegmentBytes()),
 	}
+	if policy.Delete && !t.Internal {
+		cfg.RetentionMs, cfg.RetentionBytes = c.RetentionMs(), c.RetentionBytes()
+	}
+	return cfg
 }
 
 // onTopicChange keeps the partition store in step with the registry. It
@@ -244,7 +269,7 @@ func (b *Broker) onTopicChange(old, cur *topic.Topic) {
 		if err := b.store.AddTopic(topicSpec(cur)); err != nil {
 			b.lg.Error("add topic partitions", zap.String("topic", cur.Name), zap.Error(err))
 		}
-		cfg := partitionConfig(cur.Configs)
+		cfg := partitionConfig(cur)
 		for _, p := range b.store.Partitions(partition.TopicID(cur.ID)) {
 			p.SetConfig(cfg)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/kbroker/kbroker/group"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition"
+	"github.com/kbroker/kbroker/topic"
 )
 
 //go:generate go test -run ^TestConfigDoc$ -update .
@@ -86,6 +87,42 @@ type Config struct {
 	RetentionBytes int64 `kafka:"log.retention.bytes"`
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration `kafka:"log.retention.check.interval.ms"`
+	// LogCleanupPolicy is log.cleanup.policy, the default cleanup.policy
+	// of topics: "delete", "compact", "compact,delete" or empty (keep
+	// everything).
+	LogCleanupPolicy string `kafka:"log.cleanup.policy"`
+	// LogRollMs is log.roll.ms, the default segment.ms of topics: on the
+	// shared commit log it only bounds a compacted partition's
+	// uncleanable head (docs/COMPACTION.md).
+	LogRollMs int64 `kafka:"log.roll.ms"`
+	// LogCleanerEnable is log.cleaner.enable: whether the log cleaner
+	// runs. Off, compacted topics are still accepted, and not cleaned.
+	LogCleanerEnable bool `kafka:"log.cleaner.enable"`
+	// LogCleanerThreads is log.cleaner.threads; the dedupe buffer and the
+	// I/O budget are shared between them.
+	LogCleanerThreads int `kafka:"log.cleaner.threads"`
+	// LogCleanerBackoff is log.cleaner.backoff.ms: how long a cleaner
+	// thread sleeps when no partition needs cleaning.
+	LogCleanerBackoff time.Duration `kafka:"log.cleaner.backoff.ms"`
+	// LogCleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the
+	// memory of all cleaner threads' key maps together, 24 bytes per key;
+	// a dirty range with more keys is cleaned in several passes.
+	LogCleanerDedupeBufferSize int64 `kafka:"log.cleaner.dedupe.buffer.size"`
+	// LogCleanerIOMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second:
+	// the cleaners' read plus write rate (unlimited by default).
+	LogCleanerIOMaxBytesPerSecond float64 `kafka:"log.cleaner.io.max.bytes.per.second"`
+	// LogCleanerMinCleanableRatio is log.cleaner.min.cleanable.ratio, the
+	// default min.cleanable.dirty.ratio of topics.
+	LogCleanerMinCleanableRatio float64 `kafka:"log.cleaner.min.cleanable.ratio"`
+	// LogCleanerDeleteRetentionMs is log.cleaner.delete.retention.ms, the
+	// default delete.retention.ms of topics.
+	LogCleanerDeleteRetentionMs int64 `kafka:"log.cleaner.delete.retention.ms"`
+	// LogCleanerMinCompactionLagMs is log.cleaner.min.compaction.lag.ms,
+	// the default min.compaction.lag.ms of topics.
+	LogCleanerMinCompactionLagMs int64 `kafka:"log.cleaner.min.compaction.lag.ms"`
+	// LogCleanerMaxCompactionLagMs is log.cleaner.max.compaction.lag.ms,
+	// the default max.compaction.lag.ms of topics.
+	LogCleanerMaxCompactionLagMs int64 `kafka:"log.cleaner.max.compaction.lag.ms"`
 	// FullValidation decompresses compressed batches on produce to check
 	// every record, as Kafka does (off: trusted to their CRC).
 	FullValidation bool `kafka:"kbroker.produce.full.validation"`
@@ -203,15 +240,28 @@ func DefaultConfig() Config {
 		RetentionMs:                  7 * 24 * 3600 * 1000,
 		RetentionBytes:               -1,
 		RetentionCheckInterval:       5 * time.Minute,
-		SyncFlushTimeout:             5 * time.Second,
-		LogAppend:                    klog.AppendPwrite.String(),
-		LogWarm:                      klog.WarmFault.String(),
-		LogAllocateAhead:             4 << 20,
-		FetchSessionCacheSlots:       defaultFetchSessionSlots,
-		FetchCopyThreshold:           defaultFetchCopyThreshold,
-		MetricsPartitionSeriesMax:    1000,
-		ClusterID:                    "kbroker-cluster",
-		NodeID:                       0,
+		LogCleanupPolicy:             "delete",
+		LogRollMs:                    7 * 24 * 3600 * 1000,
+
+		LogCleanerEnable:              true,
+		LogCleanerThreads:             1,
+		LogCleanerBackoff:             15 * time.Second,
+		LogCleanerDedupeBufferSize:    128 << 20,
+		LogCleanerIOMaxBytesPerSecond: math.MaxFloat64,
+		LogCleanerMinCleanableRatio:   0.5,
+		LogCleanerDeleteRetentionMs:   24 * 3600 * 1000,
+		LogCleanerMinCompactionLagMs:  0,
+		LogCleanerMaxCompactionLagMs:  math.MaxInt64,
+
+		SyncFlushTimeout:          5 * time.Second,
+		LogAppend:                 klog.AppendPwrite.String(),
+		LogWarm:                   klog.WarmFault.String(),
+		LogAllocateAhead:          4 << 20,
+		FetchSessionCacheSlots:    defaultFetchSessionSlots,
+		FetchCopyThreshold:        defaultFetchCopyThreshold,
+		MetricsPartitionSeriesMax: 1000,
+		ClusterID:                 "kbroker-cluster",
+		NodeID:                    0,
 
 		GroupInitialRebalanceDelay:    0,
 		GroupMinSessionTimeout:        6 * time.Second,
@@ -310,6 +360,7 @@ func (c *Config) Validate() error {
 	if c.SyncFlushTimeout <= 0 {
 		errs = append(errs, errors.New("the sync flush timeout must be positive"))
 	}
+	errs = append(errs, c.validateCleaner()...)
 	gc := c.groupConfig()
 	if err := gc.Validate(); err != nil {
 		errs = append(errs, err)
@@ -334,6 +385,43 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// validateCleaner checks the log cleaner's settings; the ones topics
+// inherit are checked again, by their topic configs' rules, when the topic
+// registry opens (topic.Defaults.Validate).
+func (c *Config) validateCleaner() []error {
+	var errs []error
+	if c.LogCleanerThreads < 1 {
+		errs = append(errs, fmt.Errorf("log.cleaner.threads %d must be at least 1", c.LogCleanerThreads))
+	}
+	if c.LogCleanerBackoff <= 0 {
+		errs = append(errs, errors.New("log.cleaner.backoff.ms must be positive"))
+	}
+	// Each thread's key map needs room for a useful number of keys; Kafka
+	// fails its cleaner thread at start when the map has no slot.
+	if c.LogCleanerThreads >= 1 && c.LogCleanerDedupeBufferSize/int64(c.LogCleanerThreads) < minDedupeBufferPerThread {
+		errs = append(errs, fmt.Errorf("log.cleaner.dedupe.buffer.size %d must be at least %d per cleaner thread",
+			c.LogCleanerDedupeBufferSize, minDedupeBufferPerThread))
+	}
+	if !(c.LogCleanerIOMaxBytesPerSecond > 0) {
+		errs = append(errs, fmt.Errorf("log.cleaner.io.max.bytes.per.second %v must be positive", c.LogCleanerIOMaxBytesPerSecond))
+	}
+	if !(c.LogCleanerMinCleanableRatio >= 0 && c.LogCleanerMinCleanableRatio <= 1) {
+		errs = append(errs, fmt.Errorf("log.cleaner.min.cleanable.ratio %v must be between 0 and 1", c.LogCleanerMinCleanableRatio))
+	}
+	if c.LogCleanerDeleteRetentionMs < 0 || c.LogCleanerMinCompactionLagMs < 0 || c.LogCleanerMaxCompactionLagMs < 1 {
+		errs = append(errs, errors.New("log.cleaner.delete.retention.ms and log.cleaner.min.compaction.lag.ms must be at least 0, log.cleaner.max.compaction.lag.ms at least 1"))
+	}
+	if c.LogRollMs < 1 {
+		errs = append(errs, fmt.Errorf("log.roll.ms %d must be at least 1", c.LogRollMs))
+	}
+	return errs
+}
+
+// minDedupeBufferPerThread is the smallest key map a cleaner thread may
+// have: 1 KiB, about 40 keys a pass. Tests use tiny maps to force
+// multi-pass cleaning; production wants megabytes.
+const minDedupeBufferPerThread = 1024
 
 // durationMinutes converts a *.minutes property.
 func durationMinutes(m int64) time.Duration { return time.Duration(m) * time.Minute }
@@ -394,6 +482,12 @@ func (c *Config) Set(name, value string) error {
 				return fmt.Errorf("%s: %q is not a number of milliseconds", name, value)
 			}
 			f.SetInt(int64(time.Duration(ms) * time.Millisecond))
+		case float64:
+			x, err := strconv.ParseFloat(value, 64)
+			if err != nil || math.IsNaN(x) {
+				return fmt.Errorf("%s: %q is not a number", name, value)
+			}
+			f.SetFloat(x)
 		case int, int32, int64:
 			n, err := strconv.ParseInt(value, 10, 64)
 			if err != nil || f.OverflowInt(n) {
@@ -461,6 +555,8 @@ func (c *Config) Properties() [][2]string {
 		switch x := v.Field(i).Interface().(type) {
 		case time.Duration:
 			s = strconv.FormatInt(x.Milliseconds(), 10)
+		case float64:
+			s = topic.FormatDouble(x) // as Kafka prints a DOUBLE
 		default:
 			s = fmt.Sprint(x)
 		}

@@ -99,6 +99,16 @@ func (b *Broker) topicDefaults(st *cluster.State) (topic.Defaults, error) {
 	d.RetentionBytes = b.cfg.RetentionBytes
 	d.MaxMessageBytes = int32(b.cfg.MessageMaxBytes)
 	d.SegmentBytes = int32(b.cfg.SegmentBytes)
+	d.CleanupPolicy = b.cfg.LogCleanupPolicy
+	d.SegmentMs = b.cfg.LogRollMs
+	d.MinCleanableRatio = b.cfg.LogCleanerMinCleanableRatio
+	d.DeleteRetentionMs = b.cfg.LogCleanerDeleteRetentionMs
+	d.MinCompactionLagMs = b.cfg.LogCleanerMinCompactionLagMs
+	d.MaxCompactionLagMs = b.cfg.LogCleanerMaxCompactionLagMs
+	// The store has a log cleaner (partition/cleaner.go), so compacted
+	// topics are accepted; with log.cleaner.enable=false they are
+	// accepted and not cleaned, as in Kafka.
+	d.AllowCompact = true
 	d.Explicit = b.cfg.changedProperties()
 	vals, srcs := b.dynamicLayer(st)
 	d.Dynamic = make(map[string]kmsg.ConfigSource)

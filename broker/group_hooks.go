@@ -2,7 +2,9 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -63,25 +65,30 @@ func (b *Broker) groupOffsets(create bool) (*offsets.Store, error) {
 // stateTopic returns the partitions of an internal topic that holds a
 // coordinator's state (__consumer_offsets, __transaction_state), creating
 // the topic with n partitions when create is set, or nil when it does not
-// exist and create is not set. The topic keeps its records forever: the
-// coordinator's snapshots move its log start, and time or size retention
-// must never drop records that no snapshot covers yet.
+// exist and create is not set.
+//
+// The topic gets the configs Kafka gives it (GroupCoordinator's and
+// TransactionStateManager's topic configs: cleanup.policy=compact, 100 MiB
+// segments), so DescribeConfigs shows what tools expect; an existing topic
+// from an older kbroker, created with retention.ms=-1 instead, is brought
+// to them. The coordinator compacts the topic with snapshots (offsets/doc.go),
+// which move its log start; retention never applies to it, whatever its
+// configs say (partitionConfig).
 func (b *Broker) stateTopic(name string, n int32, create bool) ([]*partition.Partition, error) {
 	t, ok := b.topics.Get(name)
 	if !ok && !create {
 		return nil, nil
 	}
+	want := b.stateTopicConfigs(name)
 	if !ok {
-		maxBytes := strconv.Itoa(int(b.cfg.MaxRequestBytes))
-		forever := "-1"
 		var err error
-		t, err = b.topics.CreateInternal(name, n, map[string]*string{
-			"max.message.bytes": &maxBytes,
-			"retention.ms":      &forever,
-			"retention.bytes":   &forever,
-		})
-		if err != nil {
+		if t, err = b.topics.CreateInternal(name, n, want); err != nil {
 			return nil, fmt.Errorf("create %s: %w", name, err)
+		}
+	} else if ops := stateTopicUpgrade(t.Configs, want); ops != nil {
+		var err error
+		if t, err = b.topics.IncrementalAlterConfigs(name, ops, false); err != nil {
+			return nil, fmt.Errorf("update the configs of %s: %w", name, err)
 		}
 	}
 	parts := b.store.Partitions(partition.TopicID(t.ID))
@@ -89,6 +96,49 @@ func (b *Broker) stateTopic(name string, n int32, create bool) ([]*partition.Par
 		return nil, fmt.Errorf("%s: %d of %d partitions in the store", t.Name, len(parts), t.Partitions)
 	}
 	return parts, nil
+}
+
+// stateTopicConfigs are the config overrides of an internal topic: Kafka's
+// (cleanup.policy=compact, segment.bytes 104857600, compression.type
+// producer for the offsets topic and uncompressed with
+// unclean.leader.election.enable=false for the transaction log), plus
+// max.message.bytes as large as a request, since a coordinator record is
+// as large as what a client sent.
+func (b *Broker) stateTopicConfigs(name string) map[string]*string {
+	s := func(v string) *string { return &v }
+	c := map[string]*string{
+		topic.CleanupPolicyConfig:   s("compact"),
+		topic.SegmentBytesConfig:    s("104857600"),
+		topic.MaxMessageBytesConfig: s(strconv.Itoa(int(b.cfg.MaxRequestBytes))),
+	}
+	switch name {
+	case topic.GroupMetadataTopic:
+		c[topic.CompressionTypeConfig] = s("producer")
+	case topic.TransactionTopic:
+		c[topic.CompressionTypeConfig] = s("uncompressed")
+		c["unclean.leader.election.enable"] = s("false")
+	}
+	return c
+}
+
+// stateTopicUpgrade returns the operations that give an existing internal
+// topic the configs want, dropping the retention overrides older kbroker
+// versions set, or nil when it has them. A config an operator set on top
+// of those is left alone.
+func stateTopicUpgrade(cur topic.Configs, want map[string]*string) []topic.AlterOp {
+	if v, ok := cur.Override(topic.CleanupPolicyConfig); ok && v == "compact" {
+		return nil
+	}
+	var ops []topic.AlterOp
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		ops = append(ops, topic.AlterOp{Name: name, Op: topic.OpSet, Value: want[name]})
+	}
+	for _, name := range []string{topic.RetentionMsConfig, topic.RetentionBytesConfig} {
+		if _, ok := cur.Override(name); ok {
+			ops = append(ops, topic.AlterOp{Name: name, Op: topic.OpDelete})
+		}
+	}
+	return ops
 }
 
 // committedOffsets is the store for a request that must write (a commit):

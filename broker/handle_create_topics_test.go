@@ -205,7 +205,7 @@ func TestCreateTopicsRegistryErrors(t *testing.T) {
 		{"a.b", nil, kerr.TopicAlreadyExists},
 		{topic.GroupMetadataTopic, nil, kerr.InvalidRequest},
 		{"cfg", map[string]string{"no.such.config": "1"}, kerr.InvalidConfig},
-		{"compact", map[string]string{"cleanup.policy": "compact"}, kerr.InvalidConfig},
+		{"lags", map[string]string{"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, kerr.InvalidConfig},
 	} {
 		st := adminRequest[*kmsg.CreateTopicsResponse](t, srv, createTopicsReq(4, tc.name, 1, 1, tc.configs)).Topics[0]
 		if st.ErrorCode != tc.want.Code || st.ErrorMessage == nil || *st.ErrorMessage == "" {

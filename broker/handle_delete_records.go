@@ -9,7 +9,11 @@ package broker
 // topic or partition UNKNOWN_TOPIC_OR_PARTITION, and internal topics are
 // refused with INVALID_TOPIC_EXCEPTION, as Kafka's
 // ReplicaManager.deleteRecordsOnLocalLog. A failed partition reports low
-// watermark -1 (DeleteRecordsResponse.INVALID_LOW_WATERMARK).
+// watermark -1 (DeleteRecordsResponse.INVALID_LOW_WATERMARK). A topic whose
+// cleanup.policy has compact but not delete is refused with
+// POLICY_VIOLATION, as Kafka's Partition.deleteRecordsOnLeader: deleting
+// a prefix would drop the latest value of keys that compaction promises
+// to keep.
 //
 // The new log start offset is checkpointed before the response; the data
 // itself goes when retention next deletes commit-log files. With one
@@ -47,6 +51,8 @@ func (b *Broker) handleDeleteRecords(c *conn, req *kmsg.DeleteRecordsRequest) (r
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case topic.IsInternal(t.Name):
 				sp.ErrorCode = kerr.InvalidTopicException.Code
+			case t.Configs.CleanupPolicy().Compact && !t.Configs.CleanupPolicy().Delete:
+				sp.ErrorCode = kerr.PolicyViolation.Code
 			default:
 				low, err := p.DeleteRecords(rp.Offset)
 				if err != nil {

@@ -262,6 +262,8 @@ var brokerConfigTypes = sync.OnceValue(func() map[string]kmsg.ConfigType {
 			ct = kmsg.ConfigTypeInt
 		case f.Type.Kind() == reflect.Int64:
 			ct = kmsg.ConfigTypeLong
+		case f.Type.Kind() == reflect.Float64:
+			ct = kmsg.ConfigTypeDouble
 		}
 		out[f.Tag.Get("kafka")] = ct
 	}

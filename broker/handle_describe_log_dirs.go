@@ -146,14 +146,15 @@ func (b *Broker) partitionSize(p *partition.Partition) int64 {
 
 // nextOffset reads the offset after the batch in r from its header
 // (baseOffset at byte 0, lastOffsetDelta at byte 23), copying it out of
-// the mapping through the commit log so that a media error is an error,
-// not a fault. r must still be held.
+// the mapping with CopyTo so that a media error is an error, not a fault;
+// r may be in the commit log or a compacted partition's clean store. r
+// must still be held.
 func (b *Broker) nextOffset(r partition.Range) (int64, bool) {
 	var hdr [27]byte
 	if r.Len < int64(len(hdr)) {
 		return 0, false
 	}
-	if err := b.store.CommitLog().CopyAt(hdr[:], r.File.From()+r.Offset); err != nil {
+	if err := r.File.CopyTo(hdr[:], r.Offset); err != nil {
 		return 0, false
 	}
 	base := int64(binary.BigEndian.Uint64(hdr[0:8]))

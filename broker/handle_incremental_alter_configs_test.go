@@ -36,10 +36,14 @@ func TestIncrementalAlterConfigsWithKadm(t *testing.T) {
 	if c := findConfig(t, rcs[0], "retention.ms"); c.Source == kmsg.ConfigSourceDynamicTopicConfig {
 		t.Fatalf("retention.ms still set: %+v", c)
 	}
-	// APPEND to a list; compaction is refused (INVALID_CONFIG).
+	// APPEND to a list: a live switch to compact,delete.
 	resps, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: &compact}}, "a")
-	if err != nil || resps[0].Err != kerr.InvalidConfig || resps[0].ErrMessage == "" {
+	if err != nil || resps[0].Err != nil {
 		t.Fatalf("append compact: %+v, %v", resps, err)
+	}
+	got, _ = srv.Topics().Get("a")
+	if v, _ := got.Configs.Override("cleanup.policy"); v != "delete,compact" {
+		t.Fatalf("cleanup.policy after APPEND compact: %q", v)
 	}
 	// APPEND to a non-list.
 	resps, err = adm.ValidateAlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "retention.ms", Value: &v}}, "a")

@@ -38,6 +38,19 @@
 // as held ranges of the commit-log files, ready for sendfile(2);
 // Partition.ReadCommitted stops at the last stable offset, and
 // Partition.AbortedTransactions lists the aborts of the range it returned.
+// For a compacted partition, offsets below its clean end are read from its
+// clean store instead (one sealed file, also served by sendfile); a fetch
+// into a gap left by compaction returns the next batch.
+//
+// # Compaction
+//
+// Topics whose cleanup.policy has compact are cleaned by the log cleaner
+// (cleaner.go: when a partition is due, how a pass maps keys, filters and
+// publishes) into a per-partition clean store (clean_store.go: files,
+// manifest, recovery). Retention then counts the partition from its clean
+// end, so the commit-log files that held only cleaned batches go; a
+// compacted partition that would pin the oldest file has its uncleanable
+// tail evacuated into the store. A pass takes no partition lock.
 //
 // # Recovery
 //
@@ -47,7 +60,9 @@
 // below which every consume queue is complete and flushed. Open re-indexes
 // the commit log from that position (or from its start when a queue lost
 // entries the checkpoint counted, e.g. its directory was deleted), so the
-// consume queues can always be rebuilt from the commit log.
+// consume queues can always be rebuilt from the commit log. A compacted
+// partition's clean store is the only copy of its cleaned range: it is
+// loaded from its manifest, never rebuilt, and a damaged one stops Open.
 //
 // # Lock order
 //
@@ -55,6 +70,8 @@
 //	Partition.mu → consumequeue.Queue's locks (leaves: the queue calls only into log)
 //	Store.checkpointMu → Partition.mu
 //	Partition.mu → Partition.stable, Partition.mu → Partition.aborted (leaves)
+//	Partition.cleanMu → Partition.aborted (a pass; it never takes Partition.mu)
+//	Store.topicsMu is released before DeleteTopic takes Partition.cleanMu
 //
 // The flush services call Store.reveal without holding any of these; it
 // takes Store.vis, then each Partition.vis, never Partition.mu; once it has

@@ -28,6 +28,27 @@ type TopicConfig struct {
 	// (CreateTime topics). Values ≥ 1<<62 mean no limit.
 	TimestampBeforeMaxMs int64
 	TimestampAfterMaxMs  int64
+	// Compact is cleanup.policy with compact: the log cleaner keeps only
+	// the latest record of each key, and records without a key are refused
+	// with INVALID_RECORD (LogValidator.validateKey, KIP-467), since they
+	// could never be compacted.
+	Compact bool
+	// MinCleanableRatio is min.cleanable.dirty.ratio: the share of dirty
+	// bytes above which the cleaner takes the partition.
+	MinCleanableRatio float64
+	// DeleteRetentionMs is delete.retention.ms: how long tombstones and
+	// emptied transaction markers stay after the cleaner first kept them.
+	DeleteRetentionMs int64
+	// MinCompactionLagMs and MaxCompactionLagMs are min.compaction.lag.ms
+	// (a younger batch is never cleaned) and max.compaction.lag.ms (an
+	// older dirty batch makes the partition due whatever its ratio).
+	MinCompactionLagMs int64
+	MaxCompactionLagMs int64
+	// SegmentMs and SegmentBytes are segment.ms and segment.bytes: the
+	// newest data up to these bounds is the "active segment", never
+	// cleaned (README, Compacted topics).
+	SegmentMs    int64
+	SegmentBytes int64
 }
 
 // DefaultTopicConfig is Kafka's default topic configuration.
@@ -38,6 +59,11 @@ func DefaultTopicConfig() TopicConfig {
 		RetentionBytes:       -1,
 		TimestampBeforeMaxMs: 1<<63 - 1,
 		TimestampAfterMaxMs:  3600 * 1000,
+		MinCleanableRatio:    0.5,
+		DeleteRetentionMs:    86400000,
+		MaxCompactionLagMs:   1<<63 - 1,
+		SegmentMs:            604800000,
+		SegmentBytes:         1 << 30,
 	}
 }
 
@@ -59,6 +85,23 @@ type Partition struct {
 	cq    *consumequeue.Queue
 
 	cfg atomic.Pointer[TopicConfig]
+
+	// clean is the published generation of the partition's clean store
+	// (clean_store.go), nil if it was never compacted. Readers load it
+	// without a lock; only the cleaner, holding cleanMu, stores it.
+	clean atomic.Pointer[cleanView]
+	// cleanDir is the clean store's directory.
+	cleanDir string
+	// cleanMu is held by a cleaning pass and by topic deletion, so that a
+	// pass never writes into a directory being removed.
+	cleanMu sync.Mutex
+	// evacuate is set by retention when this compacted partition is what
+	// keeps the oldest commit-log file alive: the next pass copies its
+	// uncleanable tail into the clean store (cleaner.go).
+	evacuate atomic.Bool
+	// cleanFailedAt is when the last pass failed (ms), 0 if none: the
+	// cleaner threads leave the partition alone for a backoff after it.
+	cleanFailedAt atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -203,6 +246,7 @@ func (p *Partition) Append(records []byte, produceVersion int16, nowMs int64) (A
 		MaxMessageBytes: cfg.MaxMessageBytes,
 		ProduceVersion:  produceVersion,
 		FullValidation:  p.store.cfg.FullValidation,
+		RequireKeys:     cfg.Compact,
 	}
 	if !cfg.LogAppendTime && (cfg.TimestampBeforeMaxMs < 1<<62 || cfg.TimestampAfterMaxMs < 1<<62) {
 		opts.CheckTimestamps = true

@@ -89,6 +89,18 @@ func (p *Partition) read(offset int64, maxBytes int64, firstBatchAlways, committ
 	}
 	var buf [16]consumequeue.Entry
 	for offset < end {
+		// Below the clean end the clean store serves (clean_store.go).
+		if v := p.clean.Load(); v != nil && offset < v.end {
+			var stop, again bool
+			dst, offset, stop, again = v.read(offset, end, maxBytes, firstBatchAlways, &res, dst)
+			if stop {
+				return res, dst, nil
+			}
+			if !again {
+				offset = max(offset, v.end) // past the view, into the gap up to its end
+			}
+			continue
+		}
 		entries := p.cq.Read(offset, end, len(buf), buf[:0])
 		if len(entries) == 0 {
 			break
@@ -100,6 +112,11 @@ func (p *Partition) read(offset int64, maxBytes int64, firstBatchAlways, committ
 			}
 			m, err := p.store.clog.Hold(e.Pos)
 			if err != nil {
+				if v := p.clean.Load(); v != nil && offset < v.end {
+					// The cleaner published past this offset and retention
+					// deleted the file: read on from the clean store.
+					break
+				}
 				ReleaseRanges(dst)
 				return res, dst[:0], storageError(fmt.Sprintf("read %s-%d at position %d", p.topic, p.index, e.Pos), err)
 			}
@@ -110,6 +127,45 @@ func (p *Partition) read(offset int64, maxBytes int64, firstBatchAlways, committ
 		}
 	}
 	return res, dst, nil
+}
+
+// read appends the view's batches from offset on (below end and maxBytes)
+// as held ranges. stop reports that maxBytes was reached; again that the
+// view's file was replaced meanwhile, so the caller must read from the
+// newer view from offset on.
+func (v *cleanView) read(offset, end, maxBytes int64, firstBatchAlways bool, res *ReadResult, dst []Range) ([]Range, int64, bool, bool) {
+	for i := v.find(offset); i < len(v.entries); i++ {
+		e := &v.entries[i]
+		if e.BaseOffset >= end {
+			return dst, offset, true, false
+		}
+		n := int64(e.Size)
+		if res.Bytes+n > maxBytes && !(firstBatchAlways && res.Bytes == 0) {
+			return dst, offset, true, false
+		}
+		if !v.file.Hold() {
+			return dst, offset, false, true
+		}
+		dst = append(dst, Range{File: v.file, Offset: e.Pos, Len: n})
+		res.Bytes += n
+		offset = e.NextOffset()
+		res.NextOffset = offset
+	}
+	return dst, offset, false, false
+}
+
+// firstOffset is the lowest log start offset the data allows: for a
+// compacted partition the log start its clean store was written at (the
+// batches cleaned away below its first one still count: compaction never
+// moves the log start), else the consume queue's first offset.
+func (p *Partition) firstOffset() (int64, bool) {
+	if v := p.clean.Load(); v != nil {
+		return v.start, true
+	}
+	if p.cq.Len() > 0 {
+		return p.cq.FirstOffset(), true
+	}
+	return 0, false
 }
 
 // Special timestamps of ListOffsets (Kafka's ListOffsetsRequest).
@@ -157,7 +213,7 @@ func (p *Partition) offsetForTime(ts, hw int64) (offset, timestamp int64, err er
 	// The running maximum finds the first batch that can hold such a
 	// record; batches after it may hold one too when the found batch lies
 	// below the log start offset.
-	e, ok := p.cq.FindTimestamp(ts)
+	e, ok := p.findTimestamp(ts)
 	if !ok {
 		return -1, -1, nil
 	}
@@ -180,7 +236,7 @@ func (p *Partition) maxTimestampOffset(hw int64) (int64, int64, error) {
 	best, bestBase := int64(-1), int64(-1)
 	var hdr [batch.HeaderSize]byte
 	var err error
-	p.eachEntry(start, hw, func(e consumequeue.Entry) bool {
+	p.eachEntry(start, hw, func(e batchRef) bool {
 		var batchMax int64
 		if batchMax, err = p.batchMaxTimestamp(e, start, hdr[:]); err != nil {
 			return false
@@ -208,9 +264,9 @@ func (p *Partition) maxTimestampOffset(hw int64) (int64, int64, error) {
 // batchMaxTimestamp is the largest timestamp of e's records at or after
 // offset start: the header's MaxTimestamp, unless DeleteRecords cut the
 // batch, whose records must then be read.
-func (p *Partition) batchMaxTimestamp(e consumequeue.Entry, start int64, hdr []byte) (int64, error) {
+func (p *Partition) batchMaxTimestamp(e batchRef, start int64, hdr []byte) (int64, error) {
 	if e.BaseOffset >= start {
-		if err := p.store.clog.CopyAt(hdr, e.Pos); err != nil {
+		if err := p.copyBatch(hdr, e); err != nil {
 			return -1, storageError(fmt.Sprintf("list offsets %s-%d", p.topic, p.index), err)
 		}
 		h, err := batch.ParseHeader(hdr)
@@ -236,10 +292,58 @@ func (p *Partition) batchMaxTimestamp(e consumequeue.Entry, start int64, hdr []b
 	return best, err
 }
 
-// eachEntry calls fn for each consume-queue entry from the one holding
-// offset up to end (exclusive), until fn returns false. It serves the rare
-// paths (ListOffsets, retention); Read has its own allocation-free loop.
-func (p *Partition) eachEntry(offset, end int64, fn func(consumequeue.Entry) bool) {
+// batchRef is a batch of the partition and where its bytes are: the
+// clean store of view (Pos is then an offset in its file), or the commit
+// log when view is nil.
+type batchRef struct {
+	consumequeue.Entry
+	view *cleanView
+}
+
+// copyBatch copies the first len(dst) bytes of the batch out of the store.
+func (p *Partition) copyBatch(dst []byte, e batchRef) error {
+	if e.view == nil {
+		return p.store.clog.CopyAt(dst, e.Pos)
+	}
+	held, err := e.view.file.View(func(b []byte) { copy(dst, b[e.Pos:e.Pos+int64(len(dst))]) })
+	if err == nil && !held {
+		err = fmt.Errorf("partition: %s-%d: the clean store was replaced during the read: %w", p.topic, p.index, kerr.NotLeaderForPartition)
+	}
+	return err
+}
+
+// findTimestamp is FindTimestamp over the clean store and the consume
+// queue: the first batch whose running maximum timestamp reaches ts.
+func (p *Partition) findTimestamp(ts int64) (batchRef, bool) {
+	v := p.clean.Load()
+	if v != nil {
+		if i := v.findTimestamp(ts); i < len(v.entries) {
+			return batchRef{v.entries[i], v}, true
+		}
+	}
+	e, ok := p.cq.FindTimestamp(ts)
+	if ok && v != nil && e.BaseOffset < v.end {
+		// Found among consume-queue entries the clean store replaced;
+		// what remains of them is the view, all older than ts, so the
+		// first batch that counts is the first one the queue serves.
+		e, ok = p.cq.Find(v.end)
+	}
+	return batchRef{Entry: e}, ok
+}
+
+// eachEntry calls fn for each batch from the one holding offset up to end
+// (exclusive), clean store first, then consume queue, until fn returns
+// false. It serves the rare paths (ListOffsets, retention); Read has its
+// own allocation-free loop.
+func (p *Partition) eachEntry(offset, end int64, fn func(batchRef) bool) {
+	if v := p.clean.Load(); v != nil && offset < v.end {
+		for i := v.find(offset); i < len(v.entries) && v.entries[i].BaseOffset < end; i++ {
+			if !fn(batchRef{v.entries[i], v}) {
+				return
+			}
+		}
+		offset = v.end
+	}
 	var buf [64]consumequeue.Entry
 	for offset < end {
 		es := p.cq.Read(offset, end, len(buf), buf[:0])
@@ -247,7 +351,7 @@ func (p *Partition) eachEntry(offset, end int64, fn func(consumequeue.Entry) boo
 			return
 		}
 		for _, e := range es {
-			if !fn(e) {
+			if !fn(batchRef{Entry: e}) {
 				return
 			}
 		}
@@ -255,14 +359,14 @@ func (p *Partition) eachEntry(offset, end int64, fn func(consumequeue.Entry) boo
 	}
 }
 
-// eachBatch copies each visible batch from offset on out of the commit log
-// and calls fn until it returns false. It serves ListOffsets, which is rare
+// eachBatch copies each visible batch from offset on out of the store and
+// calls fn until it returns false. It serves ListOffsets, which is rare
 // and may allocate.
 func (p *Partition) eachBatch(offset, hw int64, fn func(b []byte) bool) error {
 	var err error
-	p.eachEntry(offset, hw, func(e consumequeue.Entry) bool {
+	p.eachEntry(offset, hw, func(e batchRef) bool {
 		b := make([]byte, e.Size)
-		if err = p.store.clog.CopyAt(b, e.Pos); err != nil {
+		if err = p.copyBatch(b, e); err != nil {
 			err = storageError(fmt.Sprintf("list offsets %s-%d", p.topic, p.index), err)
 			return false
 		}
@@ -300,12 +404,12 @@ func firstRecordAtOrAfter(b []byte, start, ts int64) (int64, int64, bool) {
 func (p *Partition) EachBatch(from int64, fn func(b []byte) bool) error {
 	var buf []byte
 	var err error
-	p.eachEntry(max(from, p.logStart.Load()), p.highWatermark.Load(), func(e consumequeue.Entry) bool {
+	p.eachEntry(max(from, p.logStart.Load()), p.highWatermark.Load(), func(e batchRef) bool {
 		if cap(buf) < int(e.Size) {
 			buf = make([]byte, e.Size)
 		}
 		b := buf[:e.Size]
-		if err = p.store.clog.CopyAt(b, e.Pos); err != nil {
+		if err = p.copyBatch(b, e); err != nil {
 			err = storageError(fmt.Sprintf("read %s-%d at position %d", p.topic, p.index, e.Pos), err)
 			return false
 		}

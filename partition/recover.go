@@ -172,14 +172,13 @@ func trimToLog(all map[TopicID][]*Partition, end int64) error {
 			p.mu.next = max(p.cq.NextOffset(), p.logStart.Load())
 			p.mu.producers.TruncateAfter(p.mu.next)
 			p.truncateAborted(p.mu.next)
-			if p.cq.Len() > 0 {
-				if first := p.cq.FirstOffset(); first > p.logStart.Load() {
-					p.logStart.Store(first)
-				}
+			if first, ok := p.firstOffset(); ok && first > p.logStart.Load() {
+				p.logStart.Store(first)
 			}
 			p.logEnd.Store(p.mu.next)
 			p.highWatermark.Store(p.mu.next)
 			p.pruneAborted(p.logStart.Load())
+			p.pruneAbortedToView(p.clean.Load())
 			p.syncOpenLocked(nil) // every replayed marker is visible now
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/kbroker/kbroker/consumequeue"
 )
 
 // DeleteRecords moves the log start offset to offset (Kafka's DeleteRecords;
@@ -60,7 +58,7 @@ func (p *Partition) retentionStart(nowMs int64) int64 {
 	}
 	cand := start
 	if cfg.RetentionMs >= 0 {
-		if e, ok := p.cq.FindTimestamp(nowMs - cfg.RetentionMs); ok {
+		if e, ok := p.findTimestamp(nowMs - cfg.RetentionMs); ok {
 			cand = max(cand, min(e.BaseOffset, hw))
 		} else {
 			cand = hw // every batch is older
@@ -77,12 +75,12 @@ func (p *Partition) retentionStart(nowMs int64) int64 {
 // drop are still at least limit (Kafka's rule, per batch).
 func (p *Partition) bytesStart(start, hw, limit int64) int64 {
 	var total int64
-	p.eachEntry(start, hw, func(e consumequeue.Entry) bool {
+	p.eachEntry(start, hw, func(e batchRef) bool {
 		total += int64(e.Size)
 		return true
 	})
 	keep := start
-	p.eachEntry(start, hw, func(e consumequeue.Entry) bool {
+	p.eachEntry(start, hw, func(e batchRef) bool {
 		if total-int64(e.Size) < limit {
 			return false
 		}
@@ -113,17 +111,33 @@ func (s *Store) EnforceRetention(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	minLive := wrote
+	var blocker *Partition
 	for _, p := range ps {
 		if p.deleted.Load() {
 			continue
 		}
+		// A compacted partition needs the commit log only from its clean
+		// end on: the clean store holds what the cleaner kept below it.
 		start := p.logStart.Load()
+		if v := p.clean.Load(); v != nil {
+			start = max(start, v.end)
+		}
 		if _, err := p.cq.DeleteBefore(start); err != nil {
 			return 0, fmt.Errorf("partition: retention of %s-%d: %w", p.topic, p.index, err)
 		}
 		if e, ok := p.cq.Find(start); ok {
-			minLive = min(minLive, e.Pos-int64(s.clog.HeaderSize()))
+			if pos := e.Pos - int64(s.clog.HeaderSize()); pos < minLive {
+				minLive, blocker = pos, p
+			}
 		}
+	}
+	// A compacted partition that keeps an older commit-log file than the
+	// current one alive has its uncleanable tail (the last batch, the
+	// active segment, an open transaction) copied into its clean store by
+	// the next pass: otherwise an idle compacted partition would pin the
+	// shared log forever (COMPACTION-REFERENCE.md §4.4, evacuation).
+	if fs := s.clog.FileSize(); blocker != nil && blocker.cfg.Load().Compact && fs > 0 && minLive/fs < wrote/fs {
+		blocker.evacuate.Store(true)
 	}
 	n, err := s.clog.DeleteBefore(ctx, minLive)
 	s.deletedFiles.Add(int64(n))

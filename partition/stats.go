@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kbroker/kbroker/consumequeue"
 	"github.com/kbroker/kbroker/internal/metric"
 )
 
@@ -35,21 +34,26 @@ type partitionSize struct {
 	// from and to are the offsets whose batches bytes sums, [from, to).
 	from, to int64
 	bytes    int64
+	// view is the clean store generation the sum was taken with: a
+	// cleaning pass shrinks the partition without moving its log start.
+	view *cleanView
 }
 
 // Size is the bytes of the partition's record batches from the log start
 // offset to the log end (Kafka's kafka.log:type=Log,name=Size counts
 // segment files; here batches in the shared commit log). It adds what was
 // appended since the last call and sums the queue again only when the log
-// start offset moved (retention, DeleteRecords), which is rare.
+// start offset moved (retention, DeleteRecords) or the cleaner published a
+// new generation of a compacted partition, which is rare. A compacted
+// partition counts its clean store below the clean end.
 func (p *Partition) Size() int64 {
 	p.size.Lock()
 	defer p.size.Unlock()
-	start, end := p.logStart.Load(), p.logEnd.Load()
-	if start != p.size.from || end < p.size.to {
-		p.size.from, p.size.to, p.size.bytes = start, start, 0
+	start, end, v := p.logStart.Load(), p.logEnd.Load(), p.clean.Load()
+	if start != p.size.from || end < p.size.to || v != p.size.view {
+		p.size.from, p.size.to, p.size.bytes, p.size.view = start, start, 0, v
 	}
-	p.eachEntry(p.size.to, end, func(e consumequeue.Entry) bool {
+	p.eachEntry(p.size.to, end, func(e batchRef) bool {
 		p.size.bytes += int64(e.Size)
 		p.size.to = e.NextOffset()
 		return true

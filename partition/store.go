@@ -91,6 +91,8 @@ type Config struct {
 	RetentionCheckInterval time.Duration
 	// ProducerExpirationMs is producer.id.expiration.ms. Default one day.
 	ProducerExpirationMs int64
+	// Cleaner configures the log cleaner of compacted partitions.
+	Cleaner CleanerConfig
 	// Now returns the current time; tests inject it (retention.ms).
 	Now func() time.Time
 }
@@ -111,6 +113,7 @@ func (c *Config) withDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	c.Cleaner.withDefaults()
 	c.Log.Dir = c.Dir
 	c.Log.KeySize = KeySize
 	c.Log.SyncFlush = c.FlushMode == FlushSync
@@ -158,6 +161,9 @@ type Store struct {
 	flushStats FlushStats
 	// deletedFiles counts commit-log files deleted by retention.
 	deletedFiles atomic.Int64
+	// throttle bounds the cleaners' I/O; cleanerCancel stops them.
+	throttle      *throttler
+	cleanerCancel context.CancelFunc
 
 	report  RecoveryReport
 	closed  atomic.Bool
@@ -226,6 +232,10 @@ func Open(cfg Config, topics []TopicSpec, opts ...Option) (*Store, RecoveryRepor
 	s.startFlush()
 	s.wg.Add(1)
 	go s.background()
+	s.throttle = &throttler{rate: cfg.Cleaner.IOMaxBytesPerSecond}
+	if cfg.Cleaner.Enable {
+		s.startCleaner()
+	}
 	return s, r, nil
 }
 
@@ -236,13 +246,20 @@ func (s *Store) newPartition(t TopicSpec, i int32) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition: open %s-%d: %w", t.Name, i, err)
 	}
-	p := &Partition{store: s, topic: t.Name, id: t.ID, index: i, key: entryKey(t.ID, i), dir: dir, cq: cq}
+	p := &Partition{store: s, topic: t.Name, id: t.ID, index: i, key: entryKey(t.ID, i), dir: dir, cq: cq,
+		cleanDir: filepath.Join(s.cfg.Dir, "compacted", hex.EncodeToString(t.ID[:]), strconv.Itoa(int(i)))}
+	v, err := loadCleanStore(p.cleanDir)
+	if err != nil {
+		cq.Close()
+		return nil, fmt.Errorf("partition: open %s-%d: %w", t.Name, i, err)
+	}
+	p.clean.Store(v)
 	cfg := t.Config
 	p.cfg.Store(&cfg)
 	p.mu.producers = NewProducerStates()
 	p.stable.firstOpen = -1
-	if cq.Len() > 0 {
-		p.logStart.Store(cq.FirstOffset())
+	if first, ok := p.firstOffset(); ok {
+		p.logStart.Store(first)
 	}
 	return p, nil
 }
@@ -454,6 +471,21 @@ func (s *Store) DeleteTopic(id TopicID) error {
 		if err := p.cq.Destroy(); err != nil {
 			errs = append(errs, err)
 		}
+		// A pass in progress sees deleted and stops; wait for it before
+		// removing its directory.
+		p.cleanMu.Lock()
+		if v := p.clean.Load(); v != nil && v.file != nil {
+			v.file.Close()
+		}
+		if err := os.RemoveAll(p.cleanDir); err != nil {
+			errs = append(errs, err)
+		}
+		p.cleanMu.Unlock()
+	}
+	if len(ps) > 0 {
+		if err := os.RemoveAll(filepath.Dir(ps[0].cleanDir)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(ps) > 0 {
 		if err := os.RemoveAll(filepath.Dir(ps[0].dir)); err != nil {
@@ -523,6 +555,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	close(s.stop)
+	if s.cleanerCancel != nil {
+		s.cleanerCancel()
+	}
 	s.wg.Wait()
 	var errs []error
 	if s.committer != nil {
@@ -568,5 +603,8 @@ func (s *Store) Abandon() {
 func (s *Store) closePartitions() {
 	for _, p := range s.allPartitions() {
 		p.cq.Close()
+		if v := p.clean.Load(); v != nil && v.file != nil {
+			v.file.Close()
+		}
 	}
 }

@@ -19,6 +19,9 @@ const (
 	RetentionBytesConfig         = "retention.bytes"
 	RetentionMsConfig            = "retention.ms"
 	SegmentBytesConfig           = "segment.bytes"
+	SegmentMsConfig              = "segment.ms"
+	DeleteRetentionMsConfig      = "delete.retention.ms"
+	minCleanableDirtyRatioConfig = "min.cleanable.dirty.ratio"
 	TimestampAfterMaxMsConfig    = "message.timestamp.after.max.ms"
 	TimestampBeforeMaxMsConfig   = "message.timestamp.before.max.ms"
 	TimestampTypeConfig          = "message.timestamp.type"
@@ -105,9 +108,13 @@ const (
 	maxLong       = "9223372036854775807"
 	notApplied    = "stored and reported, not applied"
 	noReplication = "stored and reported, not applied: kbroker is a single node without replication"
-	noCompaction  = "stored and reported, not applied: kbroker does not compact yet"
-	noSegments    = "stored and reported, not applied: all partitions share one commit log of fixed-size files"
-	noRemote      = "stored and reported, not applied: kbroker has no tiered storage"
+	onCompaction  = "applied by the log cleaner to topics whose cleanup.policy has compact"
+	// compactRefused is why "compact" is refused when the registry is
+	// opened without a log cleaner (Defaults.AllowCompact).
+	compactRefused = "compaction is not enabled on this broker (cleanup.policy may only be \"delete\")"
+	noSegments     = "stored and reported, not applied: all partitions share one commit log of fixed-size files"
+	segmentNote    = "all partitions share one commit log of fixed-size files; for a compacted topic it bounds the newest data the cleaner leaves alone (its \"active segment\")"
+	noRemote       = "stored and reported, not applied: kbroker has no tiered storage"
 )
 
 // defs holds the definitions by name; sortedDefs the same, sorted. Both are
@@ -121,7 +128,7 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 			Synonyms: []string{"log.cleanup.policy"}, Valid: "[compact, delete]", check: listOf("compact", "delete"),
 			Doc:     "Retention policy for old data: \"delete\" drops it by time or size, \"compact\" keeps the last record per key.",
 			Applied: true,
-			Note:    "only \"delete\" (or an empty list: keep everything) is accepted; \"compact\" is refused until kbroker can compact",
+			Note:    "\"compact\" is accepted only when the broker runs its log cleaner, else refused; internal topics report \"compact\" and are compacted by their coordinators' snapshots",
 			fromDefaults: func(d *Defaults) string {
 				return canonical(kmsg.ConfigTypeList, d.CleanupPolicy)
 			},
@@ -152,9 +159,10 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 			Doc: "Compression level used when compression.type is zstd.", Note: notApplied,
 		},
 		{
-			Name: "delete.retention.ms", Type: kmsg.ConfigTypeLong, Default: "86400000",
+			Name: DeleteRetentionMsConfig, Type: kmsg.ConfigTypeLong, Default: "86400000",
 			Synonyms: []string{"log.cleaner.delete.retention.ms"}, Valid: "[0,...]", check: atLeast(0),
-			Doc: "How long tombstones stay in a compacted topic.", Note: noCompaction,
+			Doc: "How long tombstones stay in a compacted topic.", Applied: true, Note: onCompaction,
+			fromDefaults: func(d *Defaults) string { return strconv.FormatInt(d.DeleteRetentionMs, 10) },
 		},
 		{
 			Name: "file.delete.delay.ms", Type: kmsg.ConfigTypeLong, Default: "60000",
@@ -203,7 +211,8 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 		{
 			Name: maxCompactionLagMsConfig, Type: kmsg.ConfigTypeLong, Default: maxLong,
 			Synonyms: []string{"log.cleaner.max.compaction.lag.ms"}, Valid: "[1,...]", check: atLeast(1),
-			Doc: "Longest time a record stays ineligible for compaction.", Note: noCompaction,
+			Doc: "Longest time a record stays ineligible for compaction.", Applied: true, Note: onCompaction,
+			fromDefaults: func(d *Defaults) string { return strconv.FormatInt(d.MaxCompactionLagMs, 10) },
 		},
 		{
 			Name: MaxMessageBytesConfig, Type: kmsg.ConfigTypeInt, Default: "1048588",
@@ -246,14 +255,16 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 			},
 		},
 		{
-			Name: "min.cleanable.dirty.ratio", Type: kmsg.ConfigTypeDouble, Default: "0.5",
+			Name: minCleanableDirtyRatioConfig, Type: kmsg.ConfigTypeDouble, Default: "0.5",
 			Synonyms: []string{"log.cleaner.min.cleanable.ratio"}, Valid: "[0,...,1]", check: betweenFloat(0, 1),
-			Doc: "Share of uncompacted data that makes a log eligible for compaction.", Note: noCompaction,
+			Doc: "Share of uncompacted data that makes a log eligible for compaction.", Applied: true, Note: onCompaction,
+			fromDefaults: func(d *Defaults) string { return formatDouble(d.MinCleanableRatio) },
 		},
 		{
 			Name: minCompactionLagMsConfig, Type: kmsg.ConfigTypeLong, Default: "0",
 			Synonyms: []string{"log.cleaner.min.compaction.lag.ms"}, Valid: "[0,...]", check: atLeast(0),
-			Doc: "Shortest time a record stays uncompacted.", Note: noCompaction,
+			Doc: "Shortest time a record stays uncompacted.", Applied: true, Note: onCompaction,
+			fromDefaults: func(d *Defaults) string { return strconv.FormatInt(d.MinCompactionLagMs, 10) },
 		},
 		{
 			Name: MinInsyncReplicasConfig, Type: kmsg.ConfigTypeInt, Default: "1",
@@ -306,7 +317,7 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 			Name: SegmentBytesConfig, Type: kmsg.ConfigTypeInt, Default: "1073741824",
 			Synonyms: []string{"log.segment.bytes"}, Valid: "[1048576,...]", check: atLeast(1 << 20),
 			Doc:  "Size of a partition's segment files (minimum 1 MiB since Kafka 4.0, KIP-1030).",
-			Note: noSegments,
+			Note: segmentNote,
 			fromDefaults: func(d *Defaults) string {
 				return strconv.FormatInt(int64(d.SegmentBytes), 10)
 			},
@@ -322,9 +333,10 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 			Doc: "Random jitter subtracted from segment.ms.", Note: noSegments,
 		},
 		{
-			Name: "segment.ms", Type: kmsg.ConfigTypeLong, Default: "604800000",
+			Name: SegmentMsConfig, Type: kmsg.ConfigTypeLong, Default: "604800000",
 			Synonyms: []string{"log.roll.ms", "log.roll.hours"}, Valid: "[1,...]", check: atLeast(1),
-			Doc: "Time after which a partition rolls to a new segment.", Note: noSegments,
+			Doc: "Time after which a partition rolls to a new segment.", Note: segmentNote,
+			fromDefaults: func(d *Defaults) string { return strconv.FormatInt(d.SegmentMs, 10) },
 		},
 		{
 			Name: "unclean.leader.election.enable", Type: kmsg.ConfigTypeBoolean, Default: "false",
@@ -370,10 +382,6 @@ func (d *Definition) parse(raw string) (parsed, error) {
 // kbrokerRule refuses values kbroker cannot honour, which Kafka accepts.
 func (d *Definition) kbrokerRule(v parsed) string {
 	switch d.Name {
-	case CleanupPolicyConfig:
-		if slices.Contains(v.list, "compact") {
-			return "compaction is not supported by kbroker yet (cleanup.policy may only be \"delete\")"
-		}
 	case remoteStorageEnableConfig:
 		if v.b {
 			// Kafka's wording when remote.log.storage.system.enable is false
@@ -443,6 +451,11 @@ func javaTrim(s string) string {
 	}
 	return s[i:j]
 }
+
+// FormatDouble prints f as Java's Double.toString does, as Kafka shows
+// DOUBLE configs ("0.5", "1.7976931348623157E308"); the broker uses it for
+// its own double settings.
+func FormatDouble(f float64) string { return formatDouble(f) }
 
 // formatDouble prints f as Java's Double.toString does for the values a
 // ratio can take ("0.5", "1.0", "1.0E-4"), so DescribeConfigs shows what a

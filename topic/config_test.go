@@ -138,7 +138,7 @@ func TestConfigErrorMessages(t *testing.T) {
 		want    string
 	}{
 		{map[string]*string{"retention.ms": strp("-5")}, `invalid value "-5" for configuration retention.ms: value must be at least -1`},
-		{map[string]*string{"cleanup.policy": strp("compact")}, "compaction is not supported by kbroker yet"},
+		{map[string]*string{"cleanup.policy": strp("compact")}, "compaction is not enabled on this broker"},
 		{map[string]*string{"compression.type": strp("brotli")}, "string must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"},
 		{map[string]*string{"no.such.config": strp("1")}, "unknown topic config name: no.such.config"},
 		{map[string]*string{"message.format.version": strp("3.0")}, "unknown topic config name: message.format.version (removed in Kafka 4.0"},
@@ -204,8 +204,9 @@ func TestDefinitions(t *testing.T) {
 	if len(defs) != 34 {
 		t.Fatalf("got %d definitions, want Kafka 4's 34 topic configs", len(defs))
 	}
-	applied := []string{"cleanup.policy", "max.message.bytes", "message.timestamp.after.max.ms",
-		"message.timestamp.before.max.ms", "message.timestamp.type", "retention.bytes", "retention.ms"}
+	applied := []string{"cleanup.policy", "delete.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
+		"message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type",
+		"min.cleanable.dirty.ratio", "min.compaction.lag.ms", "retention.bytes", "retention.ms"}
 	var gotApplied []string
 	for i, d := range defs {
 		if i > 0 && defs[i-1].Name >= d.Name {
@@ -254,7 +255,7 @@ func TestDefaultsValidate(t *testing.T) {
 	}
 	d := KafkaDefaults()
 	d.CleanupPolicy = "compact"
-	if err := d.Validate(); err == nil || !strings.Contains(err.Error(), "compaction is not supported") {
+	if err := d.Validate(); err == nil || !strings.Contains(err.Error(), "compaction is not enabled") {
 		t.Errorf("log.cleanup.policy=compact: got %v, want compaction refused", err)
 	}
 	d = KafkaDefaults()

@@ -70,8 +70,9 @@ func (t *TimestampType) UnmarshalText(b []byte) error {
 type CleanupPolicy struct {
 	// Delete: retention.ms and retention.bytes remove old data.
 	Delete bool
-	// Compact: keep only the last record per key. Always false for now,
-	// since kbroker refuses compaction (STORAGE-REFERENCE.md §3.10).
+	// Compact: keep only the last record per key. Only set on topics of a
+	// broker that runs its log cleaner (Defaults.AllowCompact) and on the
+	// internal topics, which their coordinators compact with snapshots.
 	Compact bool
 }
 
@@ -92,13 +93,34 @@ type Configs struct {
 	timestampBeforeMaxMs int64
 	timestampAfterMaxMs  int64
 	cleanupPolicy        CleanupPolicy
+	minCleanableRatio    float64
+	deleteRetentionMs    int64
+	minCompactionLagMs   int64
+	maxCompactionLagMs   int64
+	segmentMs            int64
+	segmentBytes         int32
 }
 
 // NewConfigs validates topic config overrides as CreateTopics does and
 // resolves them against defaults. A nil value is refused as Kafka refuses it
 // (INVALID_CONFIG "null value not supported"); unknown names and invalid
 // values wrap kerr.InvalidConfig.
+//
+// "compact" in the resulting cleanup.policy is refused unless
+// defaults.AllowCompact is set, as for a topic a client creates.
 func NewConfigs(overrides map[string]*string, defaults Defaults) (Configs, error) {
+	c, err := newConfigs(overrides, &defaults)
+	if err != nil {
+		return Configs{}, err
+	}
+	if err := refuseCompact("", c.set, &defaults); err != nil {
+		return Configs{}, err
+	}
+	return c, nil
+}
+
+// newConfigs is NewConfigs without the compaction gate.
+func newConfigs(overrides map[string]*string, defaults *Defaults) (Configs, error) {
 	if err := nullValues(overrides, kerr.InvalidConfig, "null value not supported for topic configs: "); err != nil {
 		return Configs{}, err
 	}
@@ -106,11 +128,36 @@ func NewConfigs(overrides map[string]*string, defaults Defaults) (Configs, error
 	for k, v := range overrides {
 		raw[k] = *v
 	}
-	set, err := validateSet(raw)
+	set, err := validateSet(raw, defaults)
 	if err != nil {
 		return Configs{}, err
 	}
-	return resolve(set, &defaults), nil
+	return resolve(set, defaults), nil
+}
+
+// refuseCompact refuses a cleanup.policy with "compact" (set on the topic
+// or inherited from log.cleanup.policy) while the broker has no log
+// cleaner (Defaults.AllowCompact). Internal topics are exempt: their
+// coordinators compact them with snapshots, and Kafka reports them as
+// compacted. Loading the persisted registry does not check it, so a topic
+// accepted once is never refused at start-up.
+func refuseCompact(name string, set map[string]string, d *Defaults) error {
+	if d.AllowCompact || IsInternal(name) {
+		return nil
+	}
+	def := defs[CleanupPolicyConfig]
+	raw, ok := set[CleanupPolicyConfig]
+	if !ok {
+		raw = def.inherited(d)
+	}
+	v, err := def.parse(raw)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(v.list, "compact") {
+		return errorf(kerr.InvalidConfig, "invalid value %q for configuration %s: %s", raw, CleanupPolicyConfig, compactRefused)
+	}
+	return nil
 }
 
 // nullValues refuses nil values, naming them in sorted order.
@@ -129,10 +176,11 @@ func nullValues(m map[string]*string, code *kerr.Error, prefix string) error {
 }
 
 // validateSet checks a complete set of overrides as LogConfig.validate does:
-// every name known, every value valid, then the cross-config rules. It
-// returns the canonical values. Names are checked in sorted order so the
-// reported problem does not depend on map order.
-func validateSet(raw map[string]string) (map[string]string, error) {
+// every name known, every value valid, then the cross-config rules on the
+// effective values (overrides over the broker defaults d, as Kafka merges
+// them). It returns the canonical values. Names are checked in sorted order
+// so the reported problem does not depend on map order.
+func validateSet(raw map[string]string, d *Defaults) (map[string]string, error) {
 	names := slices.Sorted(maps.Keys(raw))
 	for _, name := range names {
 		if _, ok := defs[name]; !ok {
@@ -150,10 +198,9 @@ func validateSet(raw map[string]string) (map[string]string, error) {
 		}
 		set[name] = v.text
 	}
-	// LogConfig.validateValues: the only rule that spans two configs (and is
-	// checked even though kbroker does not compact).
-	minLag := effectiveLong(set, minCompactionLagMsConfig)
-	maxLag := effectiveLong(set, maxCompactionLagMsConfig)
+	// LogConfig.validateValues: the only rule that spans two configs.
+	minLag := effectiveLong(set, minCompactionLagMsConfig, d)
+	maxLag := effectiveLong(set, maxCompactionLagMsConfig, d)
 	if minLag > maxLag {
 		return nil, errorf(kerr.InvalidConfig, "conflict topic config setting %s (%d) > %s (%d)",
 			minCompactionLagMsConfig, minLag, maxCompactionLagMsConfig, maxLag)
@@ -161,15 +208,15 @@ func validateSet(raw map[string]string) (map[string]string, error) {
 	return set, nil
 }
 
-// effectiveLong returns a LONG config from set or its Kafka default (these
-// have no kbroker Defaults field).
-func effectiveLong(set map[string]string, name string) int64 {
-	d := defs[name]
+// effectiveLong returns a LONG config from set or, when the topic does not
+// set it, as inherited from the broker defaults d.
+func effectiveLong(set map[string]string, name string, d *Defaults) int64 {
+	def := defs[name]
 	s, ok := set[name]
 	if !ok {
-		s = d.Default
+		s = def.inherited(d)
 	}
-	v, _ := d.parse(s)
+	v, _ := def.parse(s)
 	return v.i
 }
 
@@ -193,6 +240,12 @@ func resolve(set map[string]string, d *Defaults) Configs {
 	}
 	c.timestampBeforeMaxMs = get(TimestampBeforeMaxMsConfig).i
 	c.timestampAfterMaxMs = get(TimestampAfterMaxMsConfig).i
+	c.minCleanableRatio = get(minCleanableDirtyRatioConfig).f
+	c.deleteRetentionMs = get(DeleteRetentionMsConfig).i
+	c.minCompactionLagMs = get(minCompactionLagMsConfig).i
+	c.maxCompactionLagMs = get(maxCompactionLagMsConfig).i
+	c.segmentMs = get(SegmentMsConfig).i
+	c.segmentBytes = int32(get(SegmentBytesConfig).i)
 	for _, p := range get(CleanupPolicyConfig).list {
 		switch p {
 		case "delete":
@@ -242,6 +295,32 @@ func (c Configs) TimestampAfterMaxMs() int64 { return c.timestampAfterMaxMs }
 
 // CleanupPolicy is cleanup.policy.
 func (c Configs) CleanupPolicy() CleanupPolicy { return c.cleanupPolicy }
+
+// MinCleanableDirtyRatio is min.cleanable.dirty.ratio: the share of dirty
+// (not yet cleaned) bytes above which the cleaner takes the partition.
+func (c Configs) MinCleanableDirtyRatio() float64 { return c.minCleanableRatio }
+
+// DeleteRetentionMs is delete.retention.ms: how long a tombstone stays
+// after the cleaner first kept it (its KIP-534 delete horizon).
+func (c Configs) DeleteRetentionMs() int64 { return c.deleteRetentionMs }
+
+// MinCompactionLagMs is min.compaction.lag.ms: a batch younger than this
+// is never cleaned.
+func (c Configs) MinCompactionLagMs() int64 { return c.minCompactionLagMs }
+
+// MaxCompactionLagMs is max.compaction.lag.ms: a dirty batch older than
+// this makes the partition eligible whatever its dirty ratio (KIP-354).
+func (c Configs) MaxCompactionLagMs() int64 { return c.maxCompactionLagMs }
+
+// SegmentMs is segment.ms. On the shared commit log a partition has no
+// segment files; for a compacted topic it bounds how long the newest data
+// stays the uncleanable "active segment" (with max.compaction.lag.ms, as
+// Kafka's LogConfig.maxSegmentMs).
+func (c Configs) SegmentMs() int64 { return c.segmentMs }
+
+// SegmentBytes is segment.bytes: for a compacted topic, how many bytes of
+// the newest data form the uncleanable "active segment".
+func (c Configs) SegmentBytes() int32 { return c.segmentBytes }
 
 // Override returns the value set on the topic for name, if any.
 func (c Configs) Override(name string) (string, bool) {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -34,8 +36,20 @@ type Defaults struct {
 	// TimestampAfterMaxMs is inherited by message.timestamp.after.max.ms.
 	TimestampAfterMaxMs int64 `kafka:"log.message.timestamp.after.max.ms"`
 	// CleanupPolicy is inherited by cleanup.policy, in Kafka's list syntax
-	// ("delete"); "compact" is refused as it is for topics.
+	// ("delete", "compact", "compact,delete"); "compact" is refused unless
+	// AllowCompact is set, as it is for topics.
 	CleanupPolicy string `kafka:"log.cleanup.policy"`
+	// MinCleanableRatio is inherited by min.cleanable.dirty.ratio.
+	MinCleanableRatio float64 `kafka:"log.cleaner.min.cleanable.ratio"`
+	// DeleteRetentionMs is inherited by delete.retention.ms.
+	DeleteRetentionMs int64 `kafka:"log.cleaner.delete.retention.ms"`
+	// MinCompactionLagMs is inherited by min.compaction.lag.ms.
+	MinCompactionLagMs int64 `kafka:"log.cleaner.min.compaction.lag.ms"`
+	// MaxCompactionLagMs is inherited by max.compaction.lag.ms.
+	MaxCompactionLagMs int64 `kafka:"log.cleaner.max.compaction.lag.ms"`
+	// SegmentMs is inherited by segment.ms (Kafka: log.roll.ms, else
+	// log.roll.hours, 168).
+	SegmentMs int64 `kafka:"log.roll.ms"`
 	// SegmentBytes is inherited by segment.bytes, which kbroker reports but
 	// does not apply; the broker passes its commit-log file size here.
 	SegmentBytes int32 `kafka:"log.segment.bytes"`
@@ -43,6 +57,14 @@ type Defaults struct {
 	CompressionType string `kafka:"compression.type"`
 	// MinInsyncReplicas is inherited by min.insync.replicas (reported, not applied).
 	MinInsyncReplicas int32 `kafka:"min.insync.replicas"`
+
+	// AllowCompact lets cleanup.policy (and log.cleanup.policy) contain
+	// "compact". The broker sets it only when a log cleaner serves the
+	// topics: accepting the policy without compacting would let a
+	// compacted partition pin the shared commit log forever
+	// (COMPACTION-REFERENCE.md §4.2). Internal topics are exempt: their
+	// coordinators compact them with snapshots. It is not a Kafka property.
+	AllowCompact bool `kafka:"-"`
 
 	// Explicit holds the broker properties the operator set (in the config
 	// file or by flag), by Kafka name, e.g. "log.retention.hours". A topic
@@ -60,7 +82,9 @@ type Defaults struct {
 // KafkaDefaults returns Kafka 4.x's built-in broker defaults (LogConfig,
 // ServerLogConfigs): 1 partition, 7 days and unlimited bytes of retention,
 // 1048588-byte batches, CreateTime with timestamps at most 1 hour ahead
-// (KIP-1030), cleanup by deletion and 1 GiB segments.
+// (KIP-1030), cleanup by deletion and 1 GiB segments rolled weekly, and
+// the log cleaner's defaults (ratio 0.5, tombstones kept a day, no lag
+// bounds).
 func KafkaDefaults() Defaults {
 	return Defaults{
 		NumPartitions:        1,
@@ -71,6 +95,11 @@ func KafkaDefaults() Defaults {
 		TimestampBeforeMaxMs: math.MaxInt64,
 		TimestampAfterMaxMs:  60 * 60 * 1000,
 		CleanupPolicy:        "delete",
+		MinCleanableRatio:    0.5,
+		DeleteRetentionMs:    24 * 60 * 60 * 1000,
+		MinCompactionLagMs:   0,
+		MaxCompactionLagMs:   math.MaxInt64,
+		SegmentMs:            7 * 24 * 60 * 60 * 1000,
 		SegmentBytes:         1 << 30,
 		CompressionType:      "producer",
 		MinInsyncReplicas:    1,
@@ -95,13 +124,21 @@ func (d Defaults) Validate() error {
 		if def.Name == CleanupPolicyConfig {
 			raw = d.CleanupPolicy // not canonicalised, so the error shows what was given
 		}
-		if _, err := def.parse(raw); err != nil {
+		v, err := def.parse(raw)
+		if err == nil && def.Name == CleanupPolicyConfig && !d.AllowCompact && slices.Contains(v.list, "compact") {
+			err = errorf(kerr.InvalidConfig, "invalid value %q for configuration %s: %s", raw, def.Name, compactRefused)
+		}
+		if err != nil {
 			var te *Error
 			if errors.As(err, &te) {
 				err = errors.New("topic: broker default " + def.Synonyms[0] + ": " + te.Detail)
 			}
 			errs = append(errs, err)
 		}
+	}
+	if d.MinCompactionLagMs > d.MaxCompactionLagMs {
+		errs = append(errs, fmt.Errorf("topic: broker defaults log.cleaner.min.compaction.lag.ms (%d) > log.cleaner.max.compaction.lag.ms (%d)",
+			d.MinCompactionLagMs, d.MaxCompactionLagMs))
 	}
 	return errors.Join(errs...)
 }

@@ -14,7 +14,7 @@ func TestDescribeSources(t *testing.T) {
 	t.Parallel()
 	d := KafkaDefaults()
 	d.RetentionMs = 3 * 24 * 60 * 60 * 1000
-	d.Explicit = map[string]bool{"log.retention.hours": true, "log.segment.bytes": true, "log.roll.hours": true}
+	d.Explicit = map[string]bool{"log.retention.hours": true, "log.segment.bytes": true, "log.index.interval.bytes": true}
 	d.SegmentBytes = 128 << 20
 	d.MinInsyncReplicas = 1
 	c, err := NewConfigs(map[string]*string{"max.message.bytes": strp(" 5000"), "cleanup.policy": strp("delete")}, d)
@@ -55,9 +55,18 @@ func TestDescribeSources(t *testing.T) {
 		{"segment.bytes", "134217728", kmsg.ConfigSourceStaticBrokerConfig, kmsg.ConfigTypeInt, []ConfigSynonym{
 			{"log.segment.bytes", "134217728", kmsg.ConfigSourceStaticBrokerConfig},
 		}},
-		// log.roll.hours was set, but kbroker has no such setting: Kafka's default, as a default.
+		// log.index.interval.bytes was set, but kbroker has no such setting: Kafka's default, as a default.
+		{"index.interval.bytes", "4096", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeInt, []ConfigSynonym{
+			{"log.index.interval.bytes", "4096", kmsg.ConfigSourceDefaultConfig},
+		}},
 		{"segment.ms", "604800000", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, []ConfigSynonym{
 			{"log.roll.ms", "604800000", kmsg.ConfigSourceDefaultConfig},
+		}},
+		{"delete.retention.ms", "86400000", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, []ConfigSynonym{
+			{"log.cleaner.delete.retention.ms", "86400000", kmsg.ConfigSourceDefaultConfig},
+		}},
+		{"max.compaction.lag.ms", "9223372036854775807", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, []ConfigSynonym{
+			{"log.cleaner.max.compaction.lag.ms", "9223372036854775807", kmsg.ConfigSourceDefaultConfig},
 		}},
 		{"message.timestamp.after.max.ms", "3600000", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, []ConfigSynonym{
 			{"log.message.timestamp.after.max.ms", "3600000", kmsg.ConfigSourceDefaultConfig},
@@ -92,8 +101,11 @@ func TestDescribeSources(t *testing.T) {
 			}
 		}
 	}
-	if doc := byName["segment.bytes"].Doc; !strings.Contains(doc, "[kbroker: stored and reported, not applied") {
-		t.Errorf("segment.bytes doc %q does not say kbroker ignores it", doc)
+	if doc := byName["segment.bytes"].Doc; !strings.Contains(doc, "[kbroker: all partitions share one commit log") {
+		t.Errorf("segment.bytes doc %q does not say what kbroker does with it", doc)
+	}
+	if doc := byName["index.interval.bytes"].Doc; !strings.Contains(doc, "[kbroker: stored and reported, not applied") {
+		t.Errorf("index.interval.bytes doc %q does not say kbroker ignores it", doc)
 	}
 	if doc := byName["retention.ms"].Doc; strings.Contains(doc, "kbroker") {
 		t.Errorf("retention.ms is applied; its doc %q should carry no note", doc)

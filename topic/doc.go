@@ -33,21 +33,22 @@
 // Applied, with typed accessors on Configs:
 //
 //	retention.ms, retention.bytes     retention per partition (only while cleanup.policy has delete)
-//	cleanup.policy                    "delete" or empty (keep forever); "compact" is refused
+//	cleanup.policy                    "delete", "compact", both, or empty (keep forever); "compact" only with Defaults.AllowCompact
+//	delete.retention.ms, min.compaction.lag.ms, max.compaction.lag.ms, min.cleanable.dirty.ratio
+//	                                  the log cleaner (partition/cleaner.go)
+//	segment.ms, segment.bytes         only for compacted topics: the newest data the cleaner leaves alone
 //	max.message.bytes                 produce: larger batches get MESSAGE_TOO_LARGE
 //	message.timestamp.type            LogAppendTime: the broker stamps batches
 //	message.timestamp.before.max.ms   produce with CreateTime: timestamps too far behind are refused
 //	message.timestamp.after.max.ms    produce with CreateTime: timestamps too far ahead are refused
 //
 // Validated, stored and reported by DescribeConfigs, but not applied (their
-// documentation in DescribeConfigs says so): segment.bytes, segment.ms,
-// segment.jitter.ms, segment.index.bytes, index.interval.bytes,
+// documentation in DescribeConfigs says so): segment.jitter.ms, segment.index.bytes, index.interval.bytes,
 // file.delete.delay.ms and preallocate (one shared commit log of fixed-size,
 // preallocated files replaces per-partition segments); flush.messages and
 // flush.ms (the broker's flush mode decides durability); compression.type
 // and the compression.*.level configs (batches are stored as produced);
-// delete.retention.ms, min.compaction.lag.ms, max.compaction.lag.ms and
-// min.cleanable.dirty.ratio (no compaction); min.insync.replicas,
+// min.insync.replicas,
 // unclean.leader.election.enable and the replication throttles (one node);
 // local.retention.ms, local.retention.bytes, remote.log.copy.disable and
 // remote.log.delete.on.disable (no tiered storage; remote.storage.enable
@@ -97,8 +98,11 @@
 //     INVALID_REQUEST, the code Kafka gives for __cluster_metadata. The
 //     broker's coordinators create them with CreateInternal. Kafka lets
 //     clients do all three, which breaks its coordinators.
-//   - cleanup.policy=compact and remote.storage.enable=true are refused with
-//     INVALID_CONFIG; the configs listed above are accepted but not applied.
+//   - cleanup.policy=compact (unless the broker sets Defaults.AllowCompact,
+//     which it does only when its log cleaner runs; internal topics are
+//     exempt, their coordinators compact them with snapshots) and
+//     remote.storage.enable=true are refused with INVALID_CONFIG; the
+//     configs listed above are accepted but not applied.
 //   - A validate-only CreateTopics returns no topic id (Kafka returns a
 //     random one that is then never used).
 //   - Replication factor is not a registry concept: the handler accepts -1

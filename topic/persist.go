@@ -166,7 +166,7 @@ func checkFileTopic(ft *fileTopic) string {
 
 // fromFile resolves a stored topic's configs against d.
 func fromFile(ft *fileTopic, d *Defaults) (*Topic, error) {
-	set, err := validateSet(ft.Configs)
+	set, err := validateSet(ft.Configs, d)
 	if err != nil {
 		return nil, err
 	}

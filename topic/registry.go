@@ -302,7 +302,7 @@ func (r *Registry) List() []Topic {
 // with CreateInternal); a topic of that name (TOPIC_ALREADY_EXISTS); a name
 // that differs from an existing one only by '.' versus '_'
 // (INVALID_TOPIC_EXCEPTION); a nil, unknown or invalid config value, or
-// cleanup.policy with compact (INVALID_CONFIG); partitions 0 or below -1
+// cleanup.policy with compact while Defaults.AllowCompact is off (INVALID_CONFIG); partitions 0 or below -1
 // (INVALID_PARTITIONS). Replication factor is the handler's to check.
 func (r *Registry) Create(name string, partitions int32, configs map[string]*string, validateOnly bool) (Topic, error) {
 	return r.create(name, partitions, configs, validateOnly, false)
@@ -343,8 +343,11 @@ func (r *Registry) create(name string, partitions int32, configs map[string]*str
 		r.settleUnlock()
 		return Topic{}, errorf(kerr.InvalidTopicException, "topic '%s' collides with existing topic: %s", name, other)
 	}
-	c, err := NewConfigs(configs, r.defaults)
+	c, err := newConfigs(configs, &r.defaults)
 	if err != nil {
+		return Topic{}, err
+	}
+	if err := refuseCompact(name, c.set, &r.defaults); err != nil {
 		return Topic{}, err
 	}
 	if partitions == -1 {
@@ -468,11 +471,15 @@ func (r *Registry) AlterConfigs(name string, configs map[string]*string, validat
 	for k, v := range configs {
 		raw[k] = *v
 	}
-	set, err := validateSet(raw)
+	r.mu.Lock() // r.defaults may change (SetDefaults)
+	set, err := validateSet(raw, &r.defaults)
+	if err == nil {
+		err = refuseCompact(name, set, &r.defaults)
+	}
 	if err != nil {
+		r.mu.Unlock()
 		return Topic{}, err
 	}
-	r.mu.Lock()
 	t, c, err := r.replaceConfigsLocked(name, set, validateOnly)
 	r.mu.Unlock()
 	return r.finish(t, c, err)
@@ -501,8 +508,12 @@ func (r *Registry) IncrementalAlterConfigs(name string, ops []AlterOp, validateO
 		r.mu.Unlock()
 		return Topic{}, err
 	}
-	set, err := validateSet(raw)
+	set, err := validateSet(raw, &r.defaults)
 	if err != nil {
+		r.mu.Unlock()
+		return Topic{}, err
+	}
+	if err := refuseCompact(name, set, &r.defaults); err != nil {
 		r.mu.Unlock()
 		return Topic{}, err
 	}
@@ -600,11 +611,26 @@ func (r *Registry) SetDefaults(defaults Defaults) error {
 	defaults.Dynamic = maps.Clone(defaults.Dynamic)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Changes accepted before this one were resolved against the old
+	// defaults: let them publish first, or publishing one later would put
+	// its stale snapshot back over the re-resolved state. Holding mu, no
+	// new change is accepted meanwhile, so head and state then agree.
+	r.pubMu.Lock()
+	var last *change
+	if n := len(r.pending); n > 0 {
+		last = r.pending[n-1]
+	}
+	r.pubMu.Unlock()
+	if last != nil {
+		if err := r.await(last); err != nil {
+			return err
+		}
+	}
 	r.defaults = defaults
-	s := r.state.Load()
+	s := r.head
 	next := emptySnapshot()
-	type change struct{ old, nu *Topic }
-	var changes []change
+	type reresolved struct{ old, nu *Topic }
+	var changes []reresolved
 	for _, t := range s.sorted {
 		nu := *t
 		nu.Configs = resolve(t.Configs.set, &r.defaults)
@@ -613,8 +639,9 @@ func (r *Registry) SetDefaults(defaults Defaults) error {
 			continue
 		}
 		next.add(&nu)
-		changes = append(changes, change{t, &nu})
+		changes = append(changes, reresolved{t, &nu})
 	}
+	r.head = next
 	r.state.Store(next)
 	if r.onChange != nil {
 		for _, c := range changes {

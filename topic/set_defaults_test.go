@@ -54,3 +54,35 @@ func TestSetDefaults(t *testing.T) {
 		t.Fatal("an invalid default was accepted")
 	}
 }
+
+// TestSetDefaultsSurvivesLaterChanges: a change accepted after SetDefaults
+// publishes a state built on the re-resolved topics, not on the ones
+// resolved against the old defaults (the journal's head and the published
+// state must move together).
+func TestSetDefaultsSurvivesLaterChanges(t *testing.T) {
+	r, err := Open(t.TempDir(), KafkaDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Create("first", 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	d := KafkaDefaults()
+	d.RetentionMs = 5000
+	if err := r.SetDefaults(d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Create("second", 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"first", "second"} {
+		got, ok := r.Get(name)
+		if !ok {
+			t.Fatalf("%s is gone", name)
+		}
+		if ms := got.Configs.RetentionMs(); ms != 5000 {
+			t.Errorf("%s retention.ms = %d after a later create, want 5000", name, ms)
+		}
+	}
+}

@@ -31,7 +31,7 @@ type layer struct {
 // injector (rules over decoded requests, applied by the broker): they
 // import nothing internal, so each can be tested, fuzzed and reasoned
 // about alone.
-var leaf = []string{"log", "flush", "protocol", "sendfile", "partition/batch", "fault"}
+var leaf = []string{"log", "flush", "protocol", "sendfile", "partition/batch", "partition/compact", "fault"}
 
 var layers = []layer{
 	{
@@ -44,7 +44,7 @@ var layers = []layer{
 		// internal/metric holds the partition's flush histograms.
 		name:    "storage: partitions over the commit log",
 		members: []string{"consumequeue", "partition"},
-		may:     []string{"log", "flush", "partition/batch", "consumequeue", "internal/metric"},
+		may:     []string{"log", "flush", "partition/batch", "partition/compact", "consumequeue", "internal/metric"},
 	},
 	{
 		// Coordinators and the topic registry never see the wire or the

@@ -15,6 +15,8 @@
 // ParseHeader decodes a header without judging it, Verify checks a stored
 // (stamped or compacted) batch, and Reader/Records walk the records of a
 // stored batch for ListOffsets by timestamp and for transaction markers.
+// Retainer rewrites a stored batch for the log cleaner, keeping the records
+// it is told to by Kafka's rules for compacted batches (FuzzRetain).
 //
 // Validate, Verify and Stamp do not allocate for uncompressed batches;
 // decompression (FullValidation, Records on compressed batches) uses pooled
