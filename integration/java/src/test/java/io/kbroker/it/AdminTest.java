@@ -51,7 +51,6 @@ import org.apache.kafka.common.errors.InvalidTopicException;
 import org.apache.kafka.common.errors.OffsetOutOfRangeException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
-import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.junit.jupiter.api.Test;
 
 /** AdminTest: the Java AdminClient's topic, config, offset, group, log-dir and transaction calls. */
@@ -281,10 +280,8 @@ class AdminTest {
 
     /**
      * describeProducers, listTransactions and describeTransactions of an
-     * open transaction; then abortTransaction from the admin, which needs
-     * WriteTxnMarkers (key 27): kbroker does not serve it, so the call fails
-     * with UnsupportedVersionException before any request is sent; Kafka
-     * aborts the transaction.
+     * open transaction; then abortTransaction from the admin (WriteTxnMarkers,
+     * key 27), which ends it on the partition.
      */
     @Test
     void producersAndTransactions() throws Exception {
@@ -320,17 +317,11 @@ class AdminTest {
 
             AbortTransactionSpec spec = new AbortTransactionSpec(tp, ps.producerId(), (short) ps.producerEpoch(),
                 ps.coordinatorEpoch().orElse(-1));
-            if (TestBroker.isKbroker()) {
-                Exception e = assertThrows(Exception.class, () -> Clients.get(admin.abortTransaction(spec).all()));
-                assertInstanceOf(UnsupportedVersionException.class, e, "abortTransaction: " + e);
-                p.abortTransaction();
-            } else {
-                Clients.get(admin.abortTransaction(spec).all());
-                // The marker ends the transaction on the partition: the LSO reaches the end.
-                try (var c = Clients.consumer(null, Clients.props(ConsumerConfig.ISOLATION_LEVEL_CONFIG,
-                    "read_committed"))) {
-                    assertEquals(2L, c.endOffsets(List.of(tp)).get(tp));
-                }
+            Clients.get(admin.abortTransaction(spec).all());
+            // The marker ends the transaction on the partition: the LSO reaches the end.
+            try (var c = Clients.consumer(null, Clients.props(ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                "read_committed"))) {
+                assertEquals(2L, c.endOffsets(List.of(tp)).get(tp));
             }
             assertEquals(Set.of(), Clients.get(admin.describeProducers(List.of(tp)).partitionResult(tp))
                 .activeProducers().stream().filter(s -> s.currentTransactionStartOffset().isPresent())
