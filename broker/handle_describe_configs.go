@@ -208,10 +208,7 @@ var reportedBrokerConfigs = []brokerConfig{
 	{name: "transaction.state.log.min.isr", value: "1", typ: kmsg.ConfigTypeInt},
 	{name: "unclean.leader.election.enable", value: "false", typ: kmsg.ConfigTypeBoolean},
 	{name: "auto.leader.rebalance.enable", value: "false", typ: kmsg.ConfigTypeBoolean},
-	// No log cleaner: cleanup.policy=compact is refused (README).
-	{name: "log.cleaner.enable", value: "false", typ: kmsg.ConfigTypeBoolean},
 	{name: "process.roles", value: "broker,controller", typ: kmsg.ConfigTypeList},
-	{name: "log.cleanup.policy", value: "delete", typ: kmsg.ConfigTypeList},
 	{name: "compression.type", value: "producer", typ: kmsg.ConfigTypeString},
 	{name: "log.message.timestamp.type", value: "CreateTime", typ: kmsg.ConfigTypeString},
 }
@@ -236,6 +233,9 @@ func (b *Broker) brokerConfigs() []brokerConfig {
 		out = append(out, brokerConfig{name: p[0], value: p[1], def: def[p[0]], typ: types[p[0]]})
 	}
 	for _, rc := range reportedBrokerConfigs {
+		if _, ok := def[rc.name]; ok {
+			continue // a real setting now: Config reports it
+		}
 		rc.def = rc.value
 		out = append(out, rc)
 	}
