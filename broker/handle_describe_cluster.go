@@ -42,8 +42,7 @@ func (b *Broker) handleDescribeCluster(c *conn, req *kmsg.DescribeClusterRequest
 	}
 	br := kmsg.NewDescribeClusterResponseBroker()
 	br.NodeID = b.cfg.NodeID
-	br.Host = b.advHost
-	br.Port = b.advPort
+	br.Host, br.Port = c.advertised()
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
 	return respond(resp)
 }

@@ -55,7 +55,8 @@ func (b *Broker) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 			err = kerr.CoordinatorNotAvailable
 		}
 	}
-	node, host, port := b.cfg.NodeID, b.advHost, b.advPort
+	host, port := c.advertised()
+	node := b.cfg.NodeID
 	var code int16
 	var msg *string
 	if err != nil {

@@ -68,7 +68,7 @@ const (
 
 func (b *Broker) handleMetadata(c *conn, req *kmsg.MetadataRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = []kmsg.MetadataResponseBroker{b.metadataBroker()}
+	resp.Brokers = []kmsg.MetadataResponseBroker{b.metadataBroker(c)}
 	resp.ClusterID = kmsg.StringPtr(b.cfg.ClusterID)
 	resp.ControllerID = b.cfg.NodeID
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
@@ -92,12 +92,12 @@ func (b *Broker) handleMetadata(c *conn, req *kmsg.MetadataRequest) (result, err
 	return respond(resp)
 }
 
-// metadataBroker describes this broker as clients should reach it.
-func (b *Broker) metadataBroker() kmsg.MetadataResponseBroker {
+// metadataBroker describes this broker as clients of c's listener should
+// reach it.
+func (b *Broker) metadataBroker(c *conn) kmsg.MetadataResponseBroker {
 	mb := kmsg.NewMetadataResponseBroker()
 	mb.NodeID = b.cfg.NodeID
-	mb.Host = b.advHost
-	mb.Port = b.advPort
+	mb.Host, mb.Port = c.advertised()
 	return mb
 }
 
