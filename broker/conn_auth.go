@@ -108,6 +108,9 @@ func (c *conn) startTLS() bool {
 		}
 		c.principal = "User:" + name
 	}
+	if ce := c.lg.Check(zap.DebugLevel, "TLS handshake done"); ce != nil {
+		ce.Write(zap.String("principal", c.principal), zap.Uint16("version", tc.ConnectionState().Version))
+	}
 	return true
 }
 
