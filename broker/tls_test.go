@@ -33,7 +33,7 @@ type testPKI struct {
 	clientDN               string
 }
 
-func newTestPKI(t *testing.T) *testPKI {
+func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
 	dir := t.TempDir()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -81,7 +81,7 @@ func newTestPKI(t *testing.T) *testPKI {
 
 // tlsServer starts a broker with PLAINTEXT, SSL and SASL_SSL listeners;
 // logs at debug go to the returned observer as well.
-func tlsServer(t *testing.T, p *testPKI, clientAuth string, edit func(*Config)) (*InProcess, *observer.ObservedLogs) {
+func tlsServer(t testing.TB, p *testPKI, clientAuth string, edit func(*Config)) (*InProcess, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	ip, err := StartInProcess(t.TempDir(), func(c *Config) {
