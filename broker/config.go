@@ -88,6 +88,20 @@ type Config struct {
 	// SSLPrincipalMappingRules is ssl.principal.mapping.rules (KIP-371):
 	// how the subject of a client certificate becomes the principal name.
 	SSLPrincipalMappingRules string `kafka:"ssl.principal.mapping.rules"`
+	// AuthorizerClassName is authorizer.class.name: empty for no
+	// authorization (everything allowed; the ACL APIs answer
+	// SECURITY_DISABLED), or Kafka's StandardAuthorizer
+	// (org.apache.kafka.metadata.authorizer.StandardAuthorizer; the
+	// ZooKeeper-era kafka.security.authorizer.AclAuthorizer is accepted
+	// too) for kbroker's ACL authorizer, with ACLs kept in the metadata
+	// directory.
+	AuthorizerClassName string `kafka:"authorizer.class.name"`
+	// SuperUsers is super.users: principals separated by ';' (DNs hold
+	// commas) that every check allows.
+	SuperUsers string `kafka:"super.users"`
+	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found: whether
+	// a resource without any ACL is open to everyone.
+	AllowEveryoneIfNoACLFound bool `kafka:"allow.everyone.if.no.acl.found"`
 	// TLSHandshakeTimeout bounds the time from accept to the end of the
 	// TLS handshake and of SASL authentication, so that a peer that
 	// stalls mid-handshake holds a connection no longer than this.

@@ -72,6 +72,8 @@ type conn struct {
 	principal string
 	// auth is the SASL state on SASL listeners, nil elsewhere.
 	auth *saslState
+	// ip is the peer's address, which host-restricted ACLs match.
+	ip net.IP
 }
 
 // outgoing is one response waiting to be written.
@@ -95,6 +97,7 @@ func newConn(b *Broker, l *listener, nc net.Conn) *conn {
 		ctx:       ctx,
 		cancel:    cancel,
 		principal: anonymous,
+		ip:        connIP(nc),
 	}
 	if l.sasl() {
 		c.auth = &saslState{deadline: time.Now().Add(b.authTimeout())}

@@ -38,7 +38,7 @@ func (b *Broker) handleDescribeCluster(c *conn, req *kmsg.DescribeClusterRequest
 	resp.ClusterID = b.cfg.ClusterID
 	resp.ControllerID = b.cfg.NodeID
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
+		resp.ClusterAuthorizedOperations = b.clusterOps(c)
 	}
 	br := kmsg.NewDescribeClusterResponseBroker()
 	br.NodeID = b.cfg.NodeID

@@ -59,6 +59,11 @@ func (b *Broker) handleDescribeConfigs(c *conn, req *kmsg.DescribeConfigsRequest
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 		var err error
+		if aerr := b.configsAllowed(c, opDescribeConfigs, rr.ResourceType, rr.ResourceName); aerr != nil {
+			res.ErrorCode, res.ErrorMessage = aerr.Code, kmsg.StringPtr(aerr.Description)
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			res.Configs, err = b.describeTopicConfigs(req, rr)

@@ -36,6 +36,10 @@ import (
 func (b *Broker) handleDescribeUserScramCredentials(c *conn, req *kmsg.DescribeUserSCRAMCredentialsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	store := b.security.store
+	if !b.allowedCluster(c, opDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return respond(resp)
+	}
 	if len(req.Users) == 0 {
 		for _, u := range store.Describe() {
 			resp.Results = append(resp.Results, scramResult(u))
@@ -86,6 +90,24 @@ func scramResult(u authn.UserInfo) kmsg.DescribeUserSCRAMCredentialsResponseResu
 func (b *Broker) handleAlterUserScramCredentials(c *conn, req *kmsg.AlterUserSCRAMCredentialsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	store := b.security.store
+	if !b.allowedCluster(c, opAlter) {
+		seen := map[string]bool{}
+		add := func(name string) {
+			if !seen[name] {
+				seen[name] = true
+				r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				r.User, r.ErrorCode = name, kerr.ClusterAuthorizationFailed.Code
+				resp.Results = append(resp.Results, r)
+			}
+		}
+		for _, d := range req.Deletions {
+			add(d.Name)
+		}
+		for _, u := range req.Upsertions {
+			add(u.Name)
+		}
+		return respond(resp)
+	}
 	count := map[string]int{}
 	var order []string
 	for _, d := range req.Deletions {

@@ -15,7 +15,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kbroker/kbroker/acl"
 	"github.com/kbroker/kbroker/authn"
+)
+
+// Authorizer class names that turn on the ACL authorizer.
+const (
+	standardAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+	aclAuthorizer      = "kafka.security.authorizer.AclAuthorizer"
 )
 
 // anonymous is the principal of an unauthenticated connection (PLAINTEXT,
@@ -33,6 +40,9 @@ type security struct {
 	tlsConfig *tls.Config
 	// mapper turns a client certificate's subject into a principal name.
 	mapper *principalMapper
+	// authz is the ACL authorizer, nil when authorizer.class.name is
+	// empty (everything allowed).
+	authz *acl.Authorizer
 }
 
 // validateSecurity checks the listener and security settings.
@@ -76,6 +86,11 @@ func (c *Config) validateSecurity() error {
 	}
 	if _, err := parsePrincipalRules(c.SSLPrincipalMappingRules); err != nil {
 		errs = append(errs, err)
+	}
+	switch c.AuthorizerClassName {
+	case "", standardAuthorizer, aclAuthorizer:
+	default:
+		errs = append(errs, fmt.Errorf("authorizer.class.name %q: only %s is supported", c.AuthorizerClassName, standardAuthorizer))
 	}
 	if anyTLS && c.SSLKeystoreLocation == "" && c.SSLKeystoreCertificateChain == "" {
 		errs = append(errs, errors.New("an SSL or SASL_SSL listener needs ssl.keystore.location or ssl.keystore.certificate.chain and ssl.keystore.key"))
@@ -123,6 +138,11 @@ func newSecurity(cfg *Config, metaDir string) (*security, error) {
 	}
 	if s.mapper, err = parsePrincipalRules(cfg.SSLPrincipalMappingRules); err != nil {
 		return nil, err
+	}
+	if cfg.AuthorizerClassName != "" {
+		if s.authz, err = acl.Open(filepath.Join(metaDir, acl.FileName), cfg.SuperUsers, cfg.AllowEveryoneIfNoACLFound); err != nil {
+			return nil, err
+		}
 	}
 	specs, _ := cfg.listenerSpecs()
 	if slices.ContainsFunc(specs, func(l listenerSpec) bool { return l.tls() }) {
