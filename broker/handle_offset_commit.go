@@ -27,6 +27,7 @@ package broker
 // ignores it for expiry).
 
 import (
+	"cmp"
 	"errors"
 	"time"
 
@@ -56,7 +57,7 @@ func (b *Broker) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) (res
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(rt.Partitions))
 		t, topicCode := b.offsetTopic(req.Version >= 10, rt.Topic, rt.TopicID)
-		if topicCode != kerr.UnknownTopicID.Code && !b.allowed(c, opRead, resTopic, rt.Topic) {
+		if topicCode != kerr.UnknownTopicID.Code && !b.allowed(c, opRead, resTopic, cmp.Or(t.Name, rt.Topic)) {
 			topicCode = kerr.TopicAuthorizationFailed.Code
 		}
 		for j := range rt.Partitions {

@@ -108,7 +108,11 @@ func (b *Broker) authorizedOffsets(c *conn, fts []fetchedTopic, all bool) []fetc
 	}
 	out := fts[:0]
 	for _, ft := range fts {
-		if b.allowed(c, opDescribe, resTopic, ft.Topic) {
+		name := ft.Topic
+		if t, ok := b.topics.ByID(topic.ID(ft.TopicID)); name == "" && ok {
+			name = t.Name
+		}
+		if b.allowed(c, opDescribe, resTopic, name) {
 			out = append(out, ft)
 		} else if !all {
 			out = append(out, deniedOffsets([]fetchedTopic{ft}, kerr.TopicAuthorizationFailed.Code)...)

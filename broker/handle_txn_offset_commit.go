@@ -18,6 +18,8 @@ package broker
 // once the transaction commits (package offsets).
 
 import (
+	"cmp"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -41,7 +43,7 @@ func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(rt.Partitions))
 		t, topicCode := b.offsetTopic(req.Version >= 6, rt.Topic, rt.TopicID)
-		if topicCode != kerr.UnknownTopicID.Code && !b.allowed(c, opRead, resTopic, rt.Topic) {
+		if topicCode != kerr.UnknownTopicID.Code && !b.allowed(c, opRead, resTopic, cmp.Or(t.Name, rt.Topic)) {
 			topicCode = kerr.TopicAuthorizationFailed.Code
 		}
 		for j := range rt.Partitions {
