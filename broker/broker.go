@@ -88,6 +88,11 @@ type Broker struct {
 	metrics *requestMetrics
 	// started is set when the listener accepts; Ready reports it.
 	started atomic.Bool
+	// reauthentications counts successful KIP-368 re-authentications;
+	// expiredSessions the connections closed because their SASL session
+	// expired (Kafka's expired-connections-killed-count).
+	reauthentications atomic.Int64
+	expiredSessions   atomic.Int64
 
 	wg sync.WaitGroup
 	// stop is closed when shutdown begins.
@@ -556,6 +561,11 @@ type Stats struct {
 	AcceptedConnections int64
 	// OpenConnections are being served now.
 	OpenConnections int
+	// Reauthentications are successful SASL re-authentications (KIP-368).
+	Reauthentications int64
+	// ExpiredSessions are connections closed because their SASL session
+	// expired before the client re-authenticated.
+	ExpiredSessions int64
 }
 
 // Stats returns the fetch counters. The sendfile counters are process-wide.
@@ -565,7 +575,8 @@ func (b *Broker) Stats() Stats {
 	open := len(b.mu.conns)
 	b.mu.Unlock()
 	return Stats{SendfileBytes: sent, FallbackBytes: fallback, CopiedBytes: b.copiedBytes.Load(),
-		RefusedConnections: b.refused.Load(), AcceptedConnections: b.accepted.Load(), OpenConnections: open}
+		RefusedConnections: b.refused.Load(), AcceptedConnections: b.accepted.Load(), OpenConnections: open,
+		Reauthentications: b.reauthentications.Load(), ExpiredSessions: b.expiredSessions.Load()}
 }
 
 // Topics is the topic registry.

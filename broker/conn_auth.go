@@ -122,6 +122,7 @@ func (c *conn) gateSASL(h *protocol.Header) error {
 	case stageComplete:
 		if !a.expiry.IsZero() && h.Key != 17 && time.Now().After(a.expiry) {
 			c.lg.Info("closing connection: SASL session expired", zap.String("principal", c.principal))
+			c.b.expiredSessions.Add(1)
 			return errSessionExpired
 		}
 		return nil
@@ -179,6 +180,9 @@ func (c *conn) completeAuth() time.Duration {
 		if d := time.Until(exp); life == 0 || d < life {
 			life = max(d, time.Millisecond)
 		}
+	}
+	if a.reauth {
+		c.b.reauthentications.Add(1)
 	}
 	a.expiry = time.Time{}
 	if life > 0 {

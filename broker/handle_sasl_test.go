@@ -313,11 +313,18 @@ func TestSASLReauthentication(t *testing.T) {
 	cl := saslClient(t, srv, kscram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism(),
 		kgo.DefaultProduceTopic("reauth"))
 	ctx := testCtx(t)
+	expired := srv.Stats().ExpiredSessions // the raw client's
 	deadline := time.Now().Add(3 * life)
 	for time.Now().Before(deadline) {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
 			t.Fatalf("produce across re-authentication: %v", err)
 		}
+	}
+	// kgo reconnects transparently, so the produce loop alone would not
+	// tell a re-authentication from a killed connection: the counters do.
+	st := srv.Stats()
+	if st.ExpiredSessions != expired || st.Reauthentications < 2 {
+		t.Fatalf("%d sessions expired (want %d), %d re-authentications (want at least 2)", st.ExpiredSessions, expired, st.Reauthentications)
 	}
 }
 
