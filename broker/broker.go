@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -307,8 +308,15 @@ func (b *Broker) Start() error {
 		}
 		l := &listener{listenerSpec: spec, ln: ln}
 		l.advHost, l.advPort = spec.advertised(ln.Addr().String())
-		if spec.tls() {
+		switch spec.protocol {
+		case protoSSL:
 			l.tlsConfig = b.security.tlsConfig
+		case protoSASLSSL:
+			// As Kafka: ssl.client.auth applies to SASL_SSL listeners
+			// only when listener-prefixed, which kbroker does not
+			// support; the SASL identity is the principal anyway.
+			l.tlsConfig = b.security.tlsConfig.Clone()
+			l.tlsConfig.ClientAuth = tls.NoClientCert
 		}
 		b.listeners = append(b.listeners, l)
 	}

@@ -3,8 +3,10 @@ package broker
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -17,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -462,5 +465,45 @@ func TestACLAPIsSecurityDisabled(t *testing.T) {
 	deleted, err := adm.DeleteACLs(ctx, kadm.NewACLs().AnyResource().Allow("User:a").AllowHosts("*").Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
 	if err != nil || len(deleted) != 1 || !errors.Is(deleted[0].Err, kerr.SecurityDisabled) {
 		t.Fatalf("delete ACLs: %v %+v", err, deleted)
+	}
+}
+
+// OAUTHBEARER with kgo's sasl/oauth and unsecured tokens: the session
+// lifetime is the token's remaining life (below connections.max.reauth.ms),
+// and an expired token fails with the reason.
+func TestSASLOAuthBearerWithKgo(t *testing.T) {
+	t.Parallel()
+	srv := newSASLServer(t, func(c *Config) {
+		c.SASLEnabledMechanisms = "OAUTHBEARER"
+		c.ConnectionsMaxReauth = time.Hour
+	})
+	token := func(exp time.Time) string {
+		claims := fmt.Sprintf(`{"sub":"svc","exp":%d,"iat":%d}`, exp.Unix(), time.Now().Unix())
+		return base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none"}`)) + "." + base64.RawURLEncoding.EncodeToString([]byte(claims)) + "."
+	}
+	ctx := testCtx(t)
+	good := saslClient(t, srv, oauth.Auth{Token: token(time.Now().Add(10 * time.Minute))}.AsMechanism())
+	if err := good.Ping(ctx); err != nil {
+		t.Fatalf("good token: %v", err)
+	}
+	expired := saslClient(t, srv, oauth.Auth{Token: token(time.Now().Add(-time.Minute))}.AsMechanism())
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := expired.Ping(pctx)
+	if !errors.Is(err, kerr.SaslAuthenticationFailed) || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("expired token: %v", err)
+	}
+
+	// The lifetime a raw client is told: the token's, not the hour.
+	c := dialListener(t, srv, "SASL_PLAINTEXT")
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, "OAUTHBEARER"
+	c.recv(hs, c.send(hs), 5*time.Second)
+	au := kmsg.NewPtrSASLAuthenticateRequest()
+	au.Version = 2
+	au.SASLAuthBytes = []byte("n,,\x01auth=Bearer " + token(time.Now().Add(90*time.Second)) + "\x01\x01")
+	r := c.recv(au, c.send(au), 5*time.Second).(*kmsg.SASLAuthenticateResponse)
+	if r.ErrorCode != 0 || r.SessionLifetimeMillis <= 0 || r.SessionLifetimeMillis > 90_000 {
+		t.Fatalf("lifetime %d ms (code %d), want at most the token's 90 s", r.SessionLifetimeMillis, r.ErrorCode)
 	}
 }
