@@ -28,9 +28,9 @@ import (
 // certificate, written as PEM files.
 type testPKI struct {
 	caFile, serverFile string // serverFile holds key and chain (Kafka's PEM keystore)
-	pool                   *x509.CertPool
-	client                 tls.Certificate
-	clientDN               string
+	pool               *x509.CertPool
+	client             tls.Certificate
+	clientDN           string
 }
 
 func newTestPKI(t testing.TB) *testPKI {
