@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/kbroker/kbroker/acl"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 // Resource types and operations, with Kafka's codes.

@@ -83,7 +83,10 @@ type Config struct {
 	// SSLTruststoreCertificates is ssl.truststore.certificates: the CA
 	// certificates in PEM, instead of a file.
 	SSLTruststoreCertificates string `kafka:"ssl.truststore.certificates"`
-	// SSLClientAuth is ssl.client.auth: none, requested or required.
+	// SSLClientAuth is ssl.client.auth: none, requested or required, for
+	// SSL listeners. SASL_SSL listeners never ask for a client
+	// certificate: Kafka applies the setting there only when
+	// listener-prefixed, which kbroker does not support.
 	SSLClientAuth string `kafka:"ssl.client.auth"`
 	// SSLPrincipalMappingRules is ssl.principal.mapping.rules (KIP-371):
 	// how the subject of a client certificate becomes the principal name.

@@ -30,8 +30,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/kbroker/kbroker/authn"
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/authn"
 )
 
 // saslMaxReceive is Kafka's sasl.server.max.receive.size: the largest

@@ -27,7 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/kbroker/kbroker/acl"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 // noAuthorizer is Kafka's message for SECURITY_DISABLED.

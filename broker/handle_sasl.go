@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/kbroker/kbroker/authn"
+	"github.com/kbroker/kbroker/security/authn"
 )
 
 func (b *Broker) handleSaslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) (result, error) {

@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/kbroker/kbroker/authn"
+	"github.com/kbroker/kbroker/security/authn"
 )
 
 // newSASLServer starts a broker with a PLAINTEXT and a SASL_PLAINTEXT

@@ -30,7 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/kbroker/kbroker/authn"
+	"github.com/kbroker/kbroker/security/authn"
 )
 
 func (b *Broker) handleDescribeUserScramCredentials(c *conn, req *kmsg.DescribeUserSCRAMCredentialsRequest) (result, error) {

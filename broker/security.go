@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kbroker/kbroker/acl"
-	"github.com/kbroker/kbroker/authn"
+	"github.com/kbroker/kbroker/security/acl"
+	"github.com/kbroker/kbroker/security/authn"
 )
 
 // Authorizer class names that turn on the ACL authorizer.
