@@ -507,3 +507,49 @@ func TestSASLOAuthBearerWithKgo(t *testing.T) {
 		t.Fatalf("lifetime %d ms (code %d), want at most the token's 90 s", r.SessionLifetimeMillis, r.ErrorCode)
 	}
 }
+
+// Kafka's answers around the handshake: an ApiVersions version the broker
+// does not know gets UNSUPPORTED_VERSION and may be retried before
+// authentication; after a login without session expiry a SaslHandshake is
+// an ordinary request answered ILLEGAL_SASL_STATE, and so is a
+// SaslAuthenticate; the connection stays usable.
+func TestSASLHandshakeEdges(t *testing.T) {
+	t.Parallel()
+	srv := newSASLServer(t, nil)
+	c := dialListener(t, srv, "SASL_PLAINTEXT")
+	c.corr++
+	frame := binary.BigEndian.AppendUint32(nil, 0)
+	frame = binary.BigEndian.AppendUint16(frame, 18)
+	frame = binary.BigEndian.AppendUint16(frame, 99) // unknown version
+	frame = binary.BigEndian.AppendUint32(frame, uint32(c.corr))
+	frame = binary.BigEndian.AppendUint16(frame, 0xffff)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	c.nc.Write(frame)
+	v0 := kmsg.NewPtrApiVersionsRequest()
+	if r := c.recv(v0, c.corr, 5*time.Second).(*kmsg.ApiVersionsResponse); r.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("unknown ApiVersions version: %d", r.ErrorCode)
+	}
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version, av.ClientSoftwareName, av.ClientSoftwareVersion = 3, "t", "1"
+	if r := c.recv(av, c.send(av), 5*time.Second).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 {
+		t.Fatalf("retried ApiVersions: %d", r.ErrorCode)
+	}
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, "PLAIN"
+	c.recv(hs, c.send(hs), 5*time.Second)
+	au := kmsg.NewPtrSASLAuthenticateRequest()
+	au.Version = 2
+	au.SASLAuthBytes = []byte("\x00alice\x00alice-secret")
+	if r := c.recv(au, c.send(au), 5*time.Second).(*kmsg.SASLAuthenticateResponse); r.ErrorCode != 0 || r.SessionLifetimeMillis != 0 {
+		t.Fatalf("login: code %d lifetime %d", r.ErrorCode, r.SessionLifetimeMillis)
+	}
+	if r := c.recv(hs, c.send(hs), 5*time.Second).(*kmsg.SASLHandshakeResponse); r.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("handshake after login: %d", r.ErrorCode)
+	}
+	if r := c.recv(au, c.send(au), 5*time.Second).(*kmsg.SASLAuthenticateResponse); r.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("authenticate after login: %d", r.ErrorCode)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 12
+	c.recv(md, c.send(md), 5*time.Second)
+}
