@@ -137,7 +137,13 @@ func (b *Broker) createTopicAuthorized(c *conn, rt *kmsg.CreateTopicsRequestTopi
 		st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		return st
 	}
-	return b.createTopic(c, rt, validateOnly)
+	st := b.createTopic(c, rt, validateOnly)
+	if st.ErrorCode == 0 && !b.allowed(c, opDescribeConfigs, resTopic, rt.Topic) {
+		// Created, but the configs in the answer need DESCRIBE_CONFIGS
+		// (Kafka's CreateTopics, v5+).
+		st.ConfigErrorCode, st.Configs = kerr.TopicAuthorizationFailed.Code, nil
+	}
+	return st
 }
 
 // createdPartitions is an upper bound of the partitions req would create,
