@@ -553,3 +553,28 @@ func TestSASLHandshakeEdges(t *testing.T) {
 	md.Version = 12
 	c.recv(md, c.send(md), 5*time.Second)
 }
+
+// A restart in place keeps every listener on its port, and the SCRAM
+// credentials with them.
+func TestRestartKeepsListeners(t *testing.T) {
+	t.Parallel()
+	srv := newSASLServer(t, nil)
+	before := srv.Listeners()
+	ctx := testCtx(t)
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := srv.Listeners()
+	if len(after) != len(before) {
+		t.Fatalf("listeners %+v after restart, were %+v", after, before)
+	}
+	for i := range before {
+		if after[i] != before[i] {
+			t.Fatalf("listener %d: %+v after restart, was %+v", i, after[i], before[i])
+		}
+	}
+	cl := saslClient(t, srv, kscram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())
+	if err := cl.Ping(ctx); err != nil {
+		t.Fatalf("login after restart: %v", err)
+	}
+}
