@@ -35,6 +35,7 @@ fuzz_budget() {
 	FuzzRecover | FuzzOpen) echo $((3000 * FUZZ_SCALE)) ;;
 	FuzzParseRequest) echo $((50000 * FUZZ_SCALE)) ;;
 	FuzzRetain) echo $((50000 * FUZZ_SCALE)) ;; # decompresses and recompresses every input
+	FuzzExchange) echo $((50000 * FUZZ_SCALE)) ;; # PLAIN inputs run PBKDF2
 	*) echo $((300000 * FUZZ_SCALE)) ;;
 	esac
 }

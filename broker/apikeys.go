@@ -24,6 +24,10 @@ type result struct {
 	// throttle, when positive, is the rate in bytes a second at which
 	// the writer sends the response (a fault rule's throttling).
 	throttle int64
+	// raw, instead of resp, sends rawToken as a bare length-prefixed
+	// frame: the SaslHandshake v0 token flow, which has no header.
+	raw      bool
+	rawToken []byte
 }
 
 // respond wraps a response that is ready at once.
@@ -73,6 +77,7 @@ func apiTable() []api {
 	table = append(table, groupAPIs()...)
 	table = append(table, offsetAPIs()...)
 	table = append(table, txnAPIs()...)
+	table = append(table, securityAPIs()...)
 	return table
 }
 

@@ -2,11 +2,14 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,9 +59,12 @@ type Broker struct {
 	// it through an Option to simulate a full disk.
 	allocHook func(path string, size int64) error
 
-	ln        net.Listener
-	advHost   string
-	advPort   int32
+	// listeners are bound by Start, in the order of the listeners
+	// setting; the first is the one Addr reports.
+	listeners []*listener
+	// security holds what authentication needs: the SASL mechanisms,
+	// the credential store, TLS settings (security.go).
+	security  *security
 	startedAt time.Time
 
 	mu struct {
@@ -83,6 +89,11 @@ type Broker struct {
 	metrics *requestMetrics
 	// started is set when the listener accepts; Ready reports it.
 	started atomic.Bool
+	// reauthentications counts successful KIP-368 re-authentications;
+	// expiredSessions the connections closed because their SASL session
+	// expired (Kafka's expired-connections-killed-count).
+	reauthentications atomic.Int64
+	expiredSessions   atomic.Int64
 
 	wg sync.WaitGroup
 	// stop is closed when shutdown begins.
@@ -102,8 +113,12 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("broker: invalid config: %w", err)
 	}
 	b := &Broker{cfg: cfg, lg: zap.NewNop(), stop: make(chan struct{})}
+	var err error
 	for _, o := range opts {
 		o(b)
+	}
+	if b.security, err = newSecurity(&cfg, filepath.Join(cfg.DataDir, "metadata")); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b.apis = apiTable()
 	b.idx = indexAPIs(b.apis)
@@ -118,7 +133,6 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 
 	b.maxConns.Store(int64(cfg.MaxConnections))
 	b.maxConnsPerIP.Store(int64(cfg.MaxConnectionsPerIP))
-	var err error
 	if b.cluster, err = cluster.Open(filepath.Join(cfg.DataDir, "metadata")); err != nil {
 		return nil, fmt.Errorf("broker: open cluster state: %w", err)
 	}
@@ -276,44 +290,86 @@ func (b *Broker) onTopicChange(old, cur *topic.Topic) {
 	}
 }
 
-// Start listens and serves connections in the background.
+// Start binds every listener and serves connections in the background.
 func (b *Broker) Start() error {
-	ln, err := net.Listen("tcp", b.cfg.Listen)
+	specs, err := b.cfg.listenerSpecs()
 	if err != nil {
-		return fmt.Errorf("broker: listen on %s: %w", b.cfg.Listen, err)
+		return fmt.Errorf("broker: %w", err)
 	}
-	b.ln = ln
 	b.startedAt = time.Now()
-	adv := b.cfg.AdvertisedListener
-	if adv == "" {
-		adv = ln.Addr().String()
-		if host, _, _ := net.SplitHostPort(b.cfg.Listen); host != "" && host != "0.0.0.0" && host != "::" {
-			_, port, _ := net.SplitHostPort(adv)
-			adv = net.JoinHostPort(host, port)
+	for _, spec := range specs {
+		ln, err := net.Listen("tcp", spec.addr)
+		if err != nil {
+			for _, l := range b.listeners {
+				l.ln.Close()
+			}
+			b.listeners = nil
+			return fmt.Errorf("broker: listen on %s (%s): %w", spec.addr, spec.name, err)
+		}
+		l := &listener{listenerSpec: spec, ln: ln}
+		l.advHost, l.advPort = spec.advertised(ln.Addr().String())
+		switch spec.protocol {
+		case protoSSL:
+			l.tlsConfig = b.security.tlsConfig
+		case protoSASLSSL:
+			// As Kafka: ssl.client.auth applies to SASL_SSL listeners
+			// only when listener-prefixed, which kbroker does not
+			// support; the SASL identity is the principal anyway.
+			l.tlsConfig = b.security.tlsConfig.Clone()
+			l.tlsConfig.ClientAuth = tls.NoClientCert
+		}
+		b.listeners = append(b.listeners, l)
+	}
+	for _, l := range b.listeners {
+		b.wg.Add(1)
+		go b.acceptLoop(l)
+		b.lg.Info("listening", zap.String("listener", l.name), zap.String("protocol", l.protocol),
+			zap.String("addr", l.ln.Addr().String()),
+			zap.String("advertised", net.JoinHostPort(l.advHost, strconv.Itoa(int(l.advPort)))))
+		if l.protocol == protoSASLPlaintext && slices.Contains(b.security.mechanisms, "PLAIN") {
+			b.lg.Warn("SASL PLAIN on a SASL_PLAINTEXT listener sends passwords in clear", zap.String("listener", l.name))
 		}
 	}
-	host, port, _ := net.SplitHostPort(adv)
-	p, _ := strconv.Atoi(port)
-	b.advHost, b.advPort = host, int32(p)
-	b.wg.Add(1)
-	go b.acceptLoop()
 	b.started.Store(true)
-	b.lg.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("advertised", adv))
 	return nil
 }
 
-// Addr is the address the broker listens on.
-func (b *Broker) Addr() string { return b.ln.Addr().String() }
+// Addr is the address the first listener is bound to.
+func (b *Broker) Addr() string { return b.listeners[0].ln.Addr().String() }
 
-// AdvertisedAddr is the host:port clients are told to connect to.
+// AdvertisedAddr is the host:port clients of the first listener are told
+// to connect to.
 func (b *Broker) AdvertisedAddr() string {
-	return net.JoinHostPort(b.advHost, strconv.Itoa(int(b.advPort)))
+	l := b.listeners[0]
+	return net.JoinHostPort(l.advHost, strconv.Itoa(int(l.advPort)))
 }
 
-func (b *Broker) acceptLoop() {
+// Listeners describes the bound listeners, in configuration order, with
+// the ports chosen for port 0.
+func (b *Broker) Listeners() []ListenerInfo {
+	out := make([]ListenerInfo, 0, len(b.listeners))
+	for _, l := range b.listeners {
+		out = append(out, ListenerInfo{Name: l.name, Protocol: l.protocol, Addr: l.ln.Addr().String(),
+			Advertised: net.JoinHostPort(l.advHost, strconv.Itoa(int(l.advPort)))})
+	}
+	return out
+}
+
+// ListenerAddr is the bound address of the named listener, or "" if there
+// is none of that name.
+func (b *Broker) ListenerAddr(name string) string {
+	for _, l := range b.listeners {
+		if l.name == strings.ToUpper(name) {
+			return l.ln.Addr().String()
+		}
+	}
+	return ""
+}
+
+func (b *Broker) acceptLoop(l *listener) {
 	defer b.wg.Done()
 	for {
-		nc, err := b.ln.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -336,7 +392,7 @@ func (b *Broker) acceptLoop() {
 			b.lg.Info("refused connection", zap.String("remote", nc.RemoteAddr().String()), zap.String("reason", why))
 			continue
 		}
-		c := newConn(b, nc)
+		c := newConn(b, l, nc)
 		b.accepted.Add(1)
 		b.mu.conns[c] = struct{}{}
 		b.mu.perIP[ip]++
@@ -400,8 +456,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 	close(b.stop)
-	if b.ln != nil {
-		b.ln.Close()
+	for _, l := range b.listeners {
+		l.ln.Close()
 	}
 	for _, c := range conns {
 		c.stopReading()
@@ -477,8 +533,8 @@ func (b *Broker) crash() {
 	}
 	b.mu.Unlock()
 	close(b.stop)
-	if b.ln != nil {
-		b.ln.Close()
+	for _, l := range b.listeners {
+		l.ln.Close()
 	}
 	for _, c := range conns {
 		c.stopReading()
@@ -513,6 +569,11 @@ type Stats struct {
 	AcceptedConnections int64
 	// OpenConnections are being served now.
 	OpenConnections int
+	// Reauthentications are successful SASL re-authentications (KIP-368).
+	Reauthentications int64
+	// ExpiredSessions are connections closed because their SASL session
+	// expired before the client re-authenticated.
+	ExpiredSessions int64
 }
 
 // Stats returns the fetch counters. The sendfile counters are process-wide.
@@ -522,7 +583,8 @@ func (b *Broker) Stats() Stats {
 	open := len(b.mu.conns)
 	b.mu.Unlock()
 	return Stats{SendfileBytes: sent, FallbackBytes: fallback, CopiedBytes: b.copiedBytes.Load(),
-		RefusedConnections: b.refused.Load(), AcceptedConnections: b.accepted.Load(), OpenConnections: open}
+		RefusedConnections: b.refused.Load(), AcceptedConnections: b.accepted.Load(), OpenConnections: open,
+		Reauthentications: b.reauthentications.Load(), ExpiredSessions: b.expiredSessions.Load()}
 }
 
 // Topics is the topic registry.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"reflect"
 	"strconv"
 	"strings"
@@ -25,11 +24,91 @@ import (
 // none; the same tags drive the config file, DescribeConfigs for the broker
 // and the start-up dump.
 type Config struct {
-	// Listen is the address to listen on (host:port; port 0 picks one).
+	// Listen is listeners: either one host:port (a PLAINTEXT listener,
+	// the simple case) or Kafka's comma-separated NAME://host:port list,
+	// for example "PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9093".
+	// Port 0 picks a free port (Broker.Listeners reports it).
 	Listen string `kafka:"listeners"`
-	// AdvertisedListener is the host:port clients are told to connect to;
-	// empty means the address actually listened on.
+	// AdvertisedListener is advertised.listeners: what clients are told
+	// to connect to, per listener in the NAME://host:port form (a plain
+	// host:port when there is one listener). A listener left out
+	// advertises the address it is bound to.
 	AdvertisedListener string `kafka:"advertised.listeners"`
+	// ListenerSecurityProtocolMap is listener.security.protocol.map:
+	// NAME:PROTOCOL pairs. The default is Kafka's, each protocol's name
+	// mapped to itself.
+	ListenerSecurityProtocolMap string `kafka:"listener.security.protocol.map"`
+
+	// SASLEnabledMechanisms is sasl.enabled.mechanisms, the mechanisms
+	// SASL_PLAINTEXT and SASL_SSL listeners offer: PLAIN, SCRAM-SHA-256,
+	// SCRAM-SHA-512, OAUTHBEARER. Unlike Kafka (default GSSAPI, which
+	// kbroker does not implement) it has no default: a SASL listener
+	// needs it set.
+	SASLEnabledMechanisms string `kafka:"sasl.enabled.mechanisms"`
+	// SASLUsers seeds SASL users at start-up: comma-separated NAME:PASSWORD
+	// pairs (a password cannot hold a comma here; use
+	// AlterUserScramCredentials for such). Each user gets SCRAM-SHA-256
+	// and SCRAM-SHA-512 credentials, which PLAIN logins are checked
+	// against too; passwords are hashed at once and never stored.
+	SASLUsers string `kafka:"kbroker.sasl.users" sensitive:"true"`
+	// ConnectionsMaxReauth is connections.max.reauth.ms (KIP-368): the
+	// longest a SASL session lasts before the client must
+	// re-authenticate; 0 means sessions do not expire (unless an
+	// OAUTHBEARER token does).
+	ConnectionsMaxReauth time.Duration `kafka:"connections.max.reauth.ms"`
+	// FailedAuthenticationDelay is
+	// connection.failed.authentication.delay.ms: how long the answer to a
+	// failed login and the close that follows it are held back, to slow
+	// password guessing.
+	FailedAuthenticationDelay time.Duration `kafka:"connection.failed.authentication.delay.ms"`
+
+	// SSLKeystoreType is ssl.keystore.type; only PEM (KIP-651) is
+	// supported.
+	SSLKeystoreType string `kafka:"ssl.keystore.type"`
+	// SSLKeystoreLocation is ssl.keystore.location: a PEM file holding the
+	// private key and the certificate chain of SSL and SASL_SSL
+	// listeners.
+	SSLKeystoreLocation string `kafka:"ssl.keystore.location"`
+	// SSLKeystoreCertificateChain is ssl.keystore.certificate.chain: the
+	// certificate chain in PEM, instead of a file.
+	SSLKeystoreCertificateChain string `kafka:"ssl.keystore.certificate.chain"`
+	// SSLKeystoreKey is ssl.keystore.key: the private key in PEM
+	// (unencrypted), instead of a file.
+	SSLKeystoreKey string `kafka:"ssl.keystore.key" sensitive:"true"`
+	// SSLTruststoreType is ssl.truststore.type; only PEM is supported.
+	SSLTruststoreType string `kafka:"ssl.truststore.type"`
+	// SSLTruststoreLocation is ssl.truststore.location: a PEM file of the
+	// CA certificates client certificates are checked against.
+	SSLTruststoreLocation string `kafka:"ssl.truststore.location"`
+	// SSLTruststoreCertificates is ssl.truststore.certificates: the CA
+	// certificates in PEM, instead of a file.
+	SSLTruststoreCertificates string `kafka:"ssl.truststore.certificates"`
+	// SSLClientAuth is ssl.client.auth: none, requested or required, for
+	// SSL listeners. SASL_SSL listeners never ask for a client
+	// certificate: Kafka applies the setting there only when
+	// listener-prefixed, which kbroker does not support.
+	SSLClientAuth string `kafka:"ssl.client.auth"`
+	// SSLPrincipalMappingRules is ssl.principal.mapping.rules (KIP-371):
+	// how the subject of a client certificate becomes the principal name.
+	SSLPrincipalMappingRules string `kafka:"ssl.principal.mapping.rules"`
+	// AuthorizerClassName is authorizer.class.name: empty for no
+	// authorization (everything allowed; the ACL APIs answer
+	// SECURITY_DISABLED), or Kafka's StandardAuthorizer
+	// (org.apache.kafka.metadata.authorizer.StandardAuthorizer; the
+	// ZooKeeper-era kafka.security.authorizer.AclAuthorizer is accepted
+	// too) for kbroker's ACL authorizer, with ACLs kept in the metadata
+	// directory.
+	AuthorizerClassName string `kafka:"authorizer.class.name"`
+	// SuperUsers is super.users: principals separated by ';' (DNs hold
+	// commas) that every check allows.
+	SuperUsers string `kafka:"super.users"`
+	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found: whether
+	// a resource without any ACL is open to everyone.
+	AllowEveryoneIfNoACLFound bool `kafka:"allow.everyone.if.no.acl.found"`
+	// TLSHandshakeTimeout bounds the time from accept to the end of the
+	// TLS handshake and of SASL authentication, so that a peer that
+	// stalls mid-handshake holds a connection no longer than this.
+	TLSHandshakeTimeout time.Duration `kafka:"kbroker.authentication.timeout.ms"`
 	// DataDir holds the commit log, consume queues and metadata.
 	DataDir string `kafka:"log.dirs"`
 	// FlushMode is "sync" (group commit before acknowledging), "async"
@@ -224,6 +303,13 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Listen:                       "localhost:9092",
+		ListenerSecurityProtocolMap:  defaultProtocolMap,
+		FailedAuthenticationDelay:    100 * time.Millisecond,
+		SSLKeystoreType:              "PEM",
+		SSLTruststoreType:            "PEM",
+		SSLClientAuth:                "none",
+		SSLPrincipalMappingRules:     "DEFAULT",
+		TLSHandshakeTimeout:          30 * time.Second,
 		DataDir:                      "./kbroker-data",
 		FlushMode:                    "async",
 		MaxRequestPartitionSizeLimit: 2000,
@@ -292,15 +378,8 @@ func DefaultConfig() Config {
 // Validate reports every problem at once.
 func (c *Config) Validate() error {
 	var errs []error
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		errs = append(errs, fmt.Errorf("listeners %q: %w", c.Listen, err))
-	}
-	if c.AdvertisedListener != "" {
-		if _, p, err := net.SplitHostPort(c.AdvertisedListener); err != nil {
-			errs = append(errs, fmt.Errorf("advertised.listeners %q: %w", c.AdvertisedListener, err))
-		} else if _, err := strconv.Atoi(p); err != nil {
-			errs = append(errs, fmt.Errorf("advertised.listeners %q: bad port", c.AdvertisedListener))
-		}
+	if err := c.validateSecurity(); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := parseSeedTopics(c.SeedTopics, 1); err != nil {
 		errs = append(errs, err)
@@ -463,7 +542,9 @@ func (c *Config) Set(name, value string) error {
 		f := v.Field(i)
 		value = strings.TrimSpace(value)
 		if name == "listeners" || name == "advertised.listeners" {
-			if _, rest, ok := strings.Cut(value, "://"); ok {
+			// One PLAINTEXT listener is the simple case: keep it as
+			// host:port.
+			if rest, ok := strings.CutPrefix(value, "PLAINTEXT://"); ok && !strings.Contains(rest, ",") {
 				value = rest
 			}
 		}
@@ -543,8 +624,23 @@ func (c *Config) changedProperties() map[string]bool {
 	return out
 }
 
+// hiddenValue stands for a sensitive setting's value in Properties.
+const hiddenValue = "[hidden]"
+
+// sensitiveProperty reports whether a setting holds a secret (a password or
+// a private key), which DescribeConfigs reports as sensitive, without value.
+func sensitiveProperty(name string) bool {
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		if t.Field(i).Tag.Get("kafka") == name {
+			return t.Field(i).Tag.Get("sensitive") == "true"
+		}
+	}
+	return false
+}
+
 // Properties lists every setting as name=value, for the start-up log and
-// DescribeConfigs of the broker.
+// DescribeConfigs of the broker; sensitive values are hidden.
 func (c *Config) Properties() [][2]string {
 	v := reflect.ValueOf(c).Elem()
 	t := v.Type()
@@ -559,6 +655,10 @@ func (c *Config) Properties() [][2]string {
 			s = topic.FormatDouble(x) // as Kafka prints a DOUBLE
 		default:
 			s = fmt.Sprint(x)
+		}
+		if s != "" && t.Field(i).Tag.Get("sensitive") == "true" {
+			// Passwords and keys never reach logs or DescribeConfigs.
+			s = hiddenValue
 		}
 		out = append(out, [2]string{name, s})
 	}

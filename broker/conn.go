@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"os"
 	"runtime/pprof"
@@ -31,9 +32,19 @@ import (
 // those behind it. The queue between them is bounded, which bounds the
 // responses in flight per connection.
 type conn struct {
-	b  *Broker
+	b *Broker
+	// l is the listener the connection arrived on.
+	l *listener
+	// nc is the accepted socket: deadlines and Close go to it.
 	nc net.Conn
-	lg *zap.Logger
+	// io is what requests are read from and responses written to: nc, or
+	// the TLS connection over it. Set before the reader and writer start.
+	io net.Conn
+	// tls is set on TLS connections: fetch then copies record bytes out
+	// of the mapping (fault-guarded) for the TLS writer to encrypt, since
+	// sendfile cannot encrypt.
+	tls bool
+	lg  *zap.Logger
 
 	// out carries responses to the writer in request order.
 	out chan outgoing
@@ -55,6 +66,14 @@ type conn struct {
 	// inject is the fault rule that fired on the request being handled,
 	// while its handler runs (conn.injected); reader goroutine only.
 	inject *fault.Decision
+	// principal is who the connection is authenticated as ("User:alice";
+	// User:ANONYMOUS without authentication); the reader goroutine and
+	// its handlers use it.
+	principal string
+	// auth is the SASL state on SASL listeners, nil elsewhere.
+	auth *saslState
+	// ip is the peer's address, which host-restricted ACLs match.
+	ip net.IP
 }
 
 // outgoing is one response waiting to be written.
@@ -66,17 +85,29 @@ type outgoing struct {
 	t timing
 }
 
-func newConn(b *Broker, nc net.Conn) *conn {
+func newConn(b *Broker, l *listener, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &conn{
-		b:      b,
-		nc:     nc,
-		lg:     b.lg.With(zap.String("remote", nc.RemoteAddr().String())),
-		out:    make(chan outgoing, b.cfg.MaxInFlightPerConnection),
-		ctx:    ctx,
-		cancel: cancel,
+	c := &conn{
+		b:         b,
+		l:         l,
+		nc:        nc,
+		io:        nc,
+		lg:        b.lg.With(zap.String("remote", nc.RemoteAddr().String()), zap.String("listener", l.name)),
+		out:       make(chan outgoing, b.cfg.MaxInFlightPerConnection),
+		ctx:       ctx,
+		cancel:    cancel,
+		principal: anonymous,
+		ip:        connIP(nc),
 	}
+	if l.sasl() {
+		c.auth = &saslState{deadline: time.Now().Add(b.authTimeout())}
+	}
+	return c
 }
+
+// advertised is the host and port of the connection's listener as
+// clients are told (Metadata, FindCoordinator, DescribeCluster).
+func (c *conn) advertised() (string, int32) { return c.l.advHost, c.l.advPort }
 
 // stopReading makes the reader stop after the request it is handling; the
 // writer still sends every response already due.
@@ -87,6 +118,11 @@ func (c *conn) stopReading() {
 
 // serve runs the connection until it closes.
 func (c *conn) serve() {
+	if c.l.tlsConfig != nil && !c.startTLS() {
+		c.cancel()
+		c.nc.Close()
+		return
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -123,20 +159,28 @@ func (c *conn) serve() {
 // reports whether it stopped because the client went away (or the
 // connection was idle), as opposed to sending something unreadable.
 func (c *conn) readLoop() (gone bool) {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	br := bufio.NewReaderSize(c.io, 64<<10)
 	var buf []byte
 	for {
 		if c.stopping.Load() {
 			return false
 		}
-		c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.ConnectionsMaxIdle))
-		n, err := protocol.ReadSize(br, c.b.cfg.MaxRequestBytes)
+		deadline, limit, budgeted := time.Now().Add(c.b.cfg.ConnectionsMaxIdle), c.b.cfg.MaxRequestBytes, true
+		if c.auth != nil && !c.auth.authenticated {
+			// Until authenticated: small frames, outside the shared
+			// budget, and a deadline for the whole login.
+			deadline, limit, budgeted = c.auth.deadline, min(limit, saslMaxReceive), false
+		}
+		c.nc.SetReadDeadline(deadline)
+		n, err := protocol.ReadSize(br, limit)
 		if err != nil {
 			c.readFailed("read request size", err)
 			return !errors.Is(err, protocol.ErrFrameTooLarge)
 		}
-		if err := c.b.budget.acquire(c.ctx, int64(n)); err != nil {
-			return true
+		if budgeted {
+			if err := c.b.budget.acquire(c.ctx, int64(n)); err != nil {
+				return true
+			}
 		}
 		frame := buf[:0]
 		if int(n) > cap(buf) && n > keptFrame {
@@ -149,7 +193,9 @@ func (c *conn) readLoop() (gone bool) {
 			c.readFailed("read request", err)
 			gone = true
 		}
-		c.b.budget.release(int64(n))
+		if budgeted {
+			c.b.budget.release(int64(n))
+		}
 		if errors.Is(err, errSwallowed) {
 			// A fault rule swallowed the request: like a hung broker,
 			// answer nothing more, and read (and drop) what the client
@@ -221,10 +267,18 @@ func (c *conn) readFailed(what string, err error) {
 // handleFrame decodes and handles one request; an error closes the
 // connection.
 func (c *conn) handleFrame(frame []byte) error {
+	if c.auth != nil && c.auth.stage == stageRawToken {
+		return c.handleRawToken(frame)
+	}
 	h, rest, err := protocol.ParseHeader(frame)
 	if err != nil {
 		c.lg.Info("closing connection: unreadable request header", zap.Error(err))
 		return err
+	}
+	if c.auth != nil {
+		if err := c.gateSASL(&h); err != nil {
+			return err
+		}
 	}
 	if h.ClientID != nil {
 		c.clientID = *h.ClientID
@@ -262,6 +316,14 @@ func (c *conn) handleFrame(frame []byte) error {
 	res, err := a.handle(c.b, c, req)
 	t.handled = time.Now()
 	c.b.metrics.apis[h.Key].Handle.ObserveDuration(t.handled.Sub(t.started))
+	if errors.Is(err, errCloseAfterResponse) {
+		// Send the answer (a failed login, a refused mechanism), then
+		// close: the drain path writes what is queued.
+		if qerr := c.enqueue(h.CorrelationID, res, t); qerr != nil {
+			return qerr
+		}
+		return err
+	}
 	if err != nil {
 		c.lg.Info("closing connection: handler failed", zap.String("api", kmsg.NameForKey(h.Key)), zap.Error(err))
 		return err
@@ -304,9 +366,12 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 	}
 	binary.BigEndian.PutUint32(f.Bytes[4:], uint32(corr))
 	if c.sw == nil {
-		c.sw = sendfile.NewWriter(c.nc)
+		c.sw = sendfile.NewWriter(c.io)
 	}
 	threshold := int64(c.b.cfg.FetchCopyThreshold)
+	if c.tls {
+		threshold = math.MaxInt64 // every range is copied, then encrypted
+	}
 	var chunk *[]byte // taken from copyChunks at the first small range
 	defer func() {
 		if chunk != nil {
@@ -327,6 +392,16 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 		if chunk == nil {
 			chunk = copyChunks.Get().(*[]byte)
 			cb = (*chunk)[:0]
+		}
+		if s.Range.Len > copyChunk {
+			// Only on TLS connections: a batch larger than a chunk goes
+			// in chunk-sized pieces.
+			var err error
+			if cb, err = c.copyLarge(m, cb, s.Range.Offset, s.Range.Len); err != nil {
+				return err
+			}
+			copied += s.Range.Len
+			continue
 		}
 		if len(cb)+int(s.Range.Len) > cap(cb) {
 			// The chunk is full: send what is queued (which releases the
@@ -349,6 +424,28 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 	c.b.copiedBytes.Add(copied)
 	_, err := c.sw.Flush()
 	return err
+}
+
+// copyLarge copies a range larger than a chunk out of the mapping in
+// chunk-sized pieces, sending each before the next overwrites the chunk.
+func (c *conn) copyLarge(m *klog.MappedFile, cb []byte, off, n int64) ([]byte, error) {
+	for n > 0 {
+		if len(cb) == cap(cb) {
+			if _, err := c.sw.Flush(); err != nil {
+				return cb, err
+			}
+			cb = cb[:0]
+		}
+		k := min(n, int64(cap(cb)-len(cb)))
+		start := len(cb)
+		cb = cb[:start+int(k)]
+		if err := m.CopyTo(cb[start:], off); err != nil {
+			return cb, err
+		}
+		c.sw.Bytes(cb[start:])
+		off, n = off+k, n-k
+	}
+	return cb, nil
 }
 
 // copyChunk is the size of the buffers for fetch ranges below the copy
@@ -397,13 +494,17 @@ func (c *conn) writeLoop() {
 		}
 		c.nc.SetWriteDeadline(writing.Add(deadline))
 		var err error
-		if o.res.throttle > 0 {
+		switch {
+		case o.res.throttle > 0:
 			buf, err = c.writeThrottled(o.corr, o.res, buf)
-		} else if o.res.fetch != nil {
+		case o.res.fetch != nil:
 			err = c.writeFetch(o.corr, o.res.fetch)
-		} else {
+		case o.res.raw:
+			buf = appendRawToken(buf[:0], o.res.rawToken)
+			_, err = c.io.Write(buf)
+		default:
 			buf = protocol.AppendResponse(buf[:0], o.corr, o.res.resp)
-			_, err = c.nc.Write(buf)
+			_, err = c.io.Write(buf)
 		}
 		if err == nil && !o.t.started.IsZero() {
 			c.b.metrics.observeSent(o.t, writing, time.Now())

@@ -5,10 +5,12 @@
 //
 // # Request lifecycle
 //
-//	acceptLoop (broker.go: Start, per-IP connection limits)
-//	  → conn.serve: one reader and one writer goroutine per connection (conn.go)
+//	acceptLoop, one per listener (broker.go: Start, per-IP connection limits)
+//	  → conn.serve: TLS handshake on SSL/SASL_SSL listeners (conn_auth.go),
+//	    then one reader and one writer goroutine per connection (conn.go)
 //	  → readLoop: protocol.ReadSize / ReadBody, one frame at a time
-//	  → handleFrame: protocol.ParseHeader, the API table (apikeys*.go), protocol.ParseBody
+//	  → handleFrame: protocol.ParseHeader, the SASL gate on SASL listeners
+//	    (conn_auth.go), the API table (apikeys*.go), protocol.ParseBody
 //	  → with fault rules set (Faults().Active, one atomic load), handleFault (fault.go)
 //	  → the typed handler, handleXxx in handle_xxx.go
 //	  → result → conn.enqueue (bounded queue, request order)
@@ -28,6 +30,19 @@
 // generated from it, and the dispatcher refuses a key or version outside
 // it before any handler runs. The typed adapter lets every handler take
 // its own *kmsg.XxxRequest, so handler bodies never type-assert.
+//
+// # Security
+//
+// Each connection knows its listener (listener.go: the address Metadata,
+// FindCoordinator and DescribeCluster advertise), its principal
+// (User:ANONYMOUS, the SASL identity, or the mapped client-certificate
+// subject) and, on SASL listeners, its authentication state
+// (conn_auth.go, handle_sasl.go; mechanisms and credentials in
+// security/authn). Handlers ask authorize.go's helpers what Kafka's
+// KafkaApis asks, before existence checks; without
+// authorizer.class.name they allow everything at the cost of a nil test
+// (decisions in security/acl). A handler that must answer and then close
+// (a failed login) returns errCloseAfterResponse with its result.
 //
 // # The result contract
 //
@@ -63,8 +78,12 @@
 // "topic", "id" (the topic id), "partition", "partitions" and "configs"
 // for topic changes; "group", "member" and "instance" for groups; "dir",
 // "addr" and "advertised" at start-up, with the recovery report's "clean",
-// "end", "cut", "reindexed" and "took"; "rule" (a fault rule's id). Use these names for the same
-// things in new log lines.
+// "end", "cut", "reindexed" and "took"; "rule" (a fault rule's id);
+// "listener" and "protocol" for listeners; "principal", "mechanism",
+// "subject" for authentication; "operation", "resource_type" and
+// "resource" for authorization denials. Secrets (passwords, tokens,
+// proofs, keys) are never logged. Use these names for the same things in
+// new log lines.
 //
 // # Files
 //
@@ -74,7 +93,9 @@
 // control.go (the test controls over HTTP), fault.go (applying fault
 // rules: delays, closes, swallowed requests, injected error answers,
 // throttled writes), seed.go (kbroker.seed.topics), config.go and group_config.go (Config and its validation),
-// conn.go (the connection loop), budget.go (the broker-wide byte budget of
+// conn.go (the connection loop), listener.go, security.go, principal.go,
+// conn_auth.go and authorize.go (listeners, TLS, SASL state, principals,
+// authorization), budget.go (the broker-wide byte budget of
 // requests in flight), apikeys*.go (the API table), errors.go (error
 // codes), auto_create.go (topic auto-creation), fetch_session.go
 // (KIP-227 fetch sessions), group_hooks.go and offset_commits.go (the

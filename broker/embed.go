@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -131,9 +130,7 @@ func (ip *InProcess) restart(ctx context.Context, kind restartKind) error {
 	cfg := ip.cfg
 	// The same port, also when the first was :0, and the same host as
 	// configured, which the advertised address may come from.
-	host, _, _ := net.SplitHostPort(cfg.Listen)
-	_, port, _ := net.SplitHostPort(old.Addr())
-	cfg.Listen = net.JoinHostPort(host, port)
+	cfg.Listen = old.pinnedListeners()
 	if kind == restartCrash {
 		old.crash()
 	} else if err := old.Shutdown(ctx); err != nil {

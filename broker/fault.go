@@ -66,7 +66,7 @@ func (c *conn) faultRequest(key, version int16, req kmsg.Request) *fault.Request
 	return &fault.Request{
 		Key: key, Version: version, Body: req,
 		ClientID:   c.clientID,
-		Listener:   c.b.ln.Addr().String(),
+		Listener:   c.l.ln.Addr().String(),
 		Connection: c.nc.RemoteAddr().String(),
 		TopicName: func(id [16]byte) string {
 			t, _ := c.b.topics.ByID(topic.ID(id))
@@ -349,7 +349,7 @@ func (c *conn) writeThrottled(corr int32, res result, buf []byte) ([]byte, error
 	for sent := 0; sent < len(out); {
 		n := min(len(out)-sent, slice)
 		c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.ConnectionsMaxIdle))
-		if _, err := c.nc.Write(out[sent : sent+n]); err != nil {
+		if _, err := c.io.Write(out[sent : sent+n]); err != nil {
 			return out, err
 		}
 		sent += n

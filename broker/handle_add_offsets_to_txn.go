@@ -7,11 +7,20 @@ package broker
 // request's version.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (b *Broker) handleAddOffsetsToTxn(c *conn, req *kmsg.AddOffsetsToTxnRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	switch {
+	case !b.allowed(c, opWrite, resTxnID, req.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return respond(resp)
+	case !b.allowed(c, opRead, resGroup, req.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return respond(resp)
+	}
 	// The group's partition must exist for the marker to land in.
 	if _, err := b.committedOffsets(); err != nil {
 		resp.ErrorCode = errorCode(err)

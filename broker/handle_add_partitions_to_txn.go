@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/topic"
 	"github.com/kbroker/kbroker/txn"
 )
 
@@ -22,6 +23,7 @@ func (b *Broker) handleAddPartitionsToTxn(c *conn, req *kmsg.AddPartitionsToTxnR
 	var tps []txn.TopicPartition
 	var codes []*int16
 	unknown := false
+	txnAllowed := b.allowed(c, opWrite, resTxnID, req.TransactionalID)
 	resp.Topics = make([]kmsg.AddPartitionsToTxnResponseTopic, len(req.Topics))
 	for i, rt := range req.Topics {
 		st := &resp.Topics[i]
@@ -32,6 +34,16 @@ func (b *Broker) handleAddPartitionsToTxn(c *conn, req *kmsg.AddPartitionsToTxnR
 			sp := &st.Partitions[j]
 			sp.Partition = p
 			codes = append(codes, &sp.ErrorCode)
+			if !txnAllowed {
+				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				unknown = true
+				continue
+			}
+			if !b.allowed(c, opWrite, resTopic, rt.Topic) || topic.IsInternal(rt.Topic) && b.security.authz != nil {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				unknown = true
+				continue
+			}
 			if !known || p < 0 || p >= t.Partitions {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				unknown = true

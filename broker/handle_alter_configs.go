@@ -49,6 +49,8 @@ func (b *Broker) handleAlterConfigs(c *conn, req *kmsg.AlterConfigsRequest) (res
 		var err error
 		if _, dup := dups[resourceKey(rr.ResourceType, rr.ResourceName)]; dup {
 			err = errDuplicateResource
+		} else if aerr := b.configsAllowed(c, opAlterConfigs, rr.ResourceType, rr.ResourceName); aerr != nil {
+			err = aerr
 		} else {
 			err = b.alterConfigs(c, rr, req.ValidateOnly)
 		}

@@ -50,6 +50,8 @@ func (b *Broker) handleConsumerGroupDescribe(c *conn, req *kmsg.ConsumerGroupDes
 			g.ErrorCode = kerr.UnsupportedVersion.Code
 		case id == "":
 			g.ErrorCode = kerr.InvalidGroupID.Code
+		case !b.allowed(c, opDescribe, resGroup, id):
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		default:
 			d, err := b.groups.Consumer().Describe(id, md)
 			if err != nil {
@@ -59,7 +61,7 @@ func (b *Broker) handleConsumerGroupDescribe(c *conn, req *kmsg.ConsumerGroupDes
 			}
 			fillConsumerGroupDescription(&g, &d)
 			if req.IncludeAuthorizedOperations {
-				g.AuthorizedOperations = groupAuthorizedOps
+				g.AuthorizedOperations = b.authorizedOps(c, resGroup, id)
 			}
 		}
 		resp.Groups = append(resp.Groups, g)

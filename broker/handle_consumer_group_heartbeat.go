@@ -31,6 +31,10 @@ import (
 
 func (b *Broker) handleConsumerGroupHeartbeat(c *conn, req *kmsg.ConsumerGroupHeartbeatRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	if !b.allowed(c, opRead, resGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return respond(resp)
+	}
 	if !b.consumerProtocol() {
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return respond(resp)

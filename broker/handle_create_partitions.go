@@ -55,6 +55,12 @@ func (b *Broker) handleCreatePartitions(c *conn, req *kmsg.CreatePartitionsReque
 			return st
 		},
 		func(rt *kmsg.CreatePartitionsRequestTopic) kmsg.CreatePartitionsResponseTopic {
+			if !b.allowed(c, opAlter, resTopic, rt.Topic) {
+				st := kmsg.NewCreatePartitionsResponseTopic()
+				st.Topic = rt.Topic
+				st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				return st
+			}
 			return b.createPartitions(c, rt, req.ValidateOnly)
 		})
 	return respond(resp)

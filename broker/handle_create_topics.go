@@ -70,6 +70,7 @@ func (b *Broker) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) (res
 		}
 		return respond(resp)
 	}
+	clusterCreate := b.allowedCluster(c, opCreate)
 	name := func(t *kmsg.CreateTopicsRequestTopic) string { return t.Topic }
 	// The topics are created concurrently so that their registry writes
 	// share fdatasync calls (the registry's journal is a group commit):
@@ -79,7 +80,7 @@ func (b *Broker) handleCreateTopics(c *conn, req *kmsg.CreateTopicsRequest) (res
 	answers := make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
 	parallel(len(req.Topics), createTopicsParallelism, func(i int) {
 		if _, dup := dups[req.Topics[i].Topic]; !dup {
-			answers[i] = b.createTopic(c, &req.Topics[i], req.ValidateOnly)
+			answers[i] = b.createTopicAuthorized(c, &req.Topics[i], req.ValidateOnly, clusterCreate)
 		}
 	})
 	byName := make(map[string]*kmsg.CreateTopicsResponseTopic, len(answers))
@@ -124,6 +125,25 @@ func parallel(n, width int, fn func(int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// createTopicAuthorized is createTopic after the CREATE check: on the
+// cluster (clusterCreate) or on the topic, else TOPIC_AUTHORIZATION_FAILED.
+// Safe to run concurrently: the checks only read the connection.
+func (b *Broker) createTopicAuthorized(c *conn, rt *kmsg.CreateTopicsRequestTopic, validateOnly, clusterCreate bool) kmsg.CreateTopicsResponseTopic {
+	if !clusterCreate && !b.allowed(c, opCreate, resTopic, rt.Topic) {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		return st
+	}
+	st := b.createTopic(c, rt, validateOnly)
+	if st.ErrorCode == 0 && !b.allowed(c, opDescribeConfigs, resTopic, rt.Topic) {
+		// Created, but the configs in the answer need DESCRIBE_CONFIGS
+		// (Kafka's CreateTopics, v5+).
+		st.ConfigErrorCode, st.Configs = kerr.TopicAuthorizationFailed.Code, nil
+	}
+	return st
 }
 
 // createdPartitions is an upper bound of the partitions req would create,

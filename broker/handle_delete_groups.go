@@ -10,6 +10,7 @@ package broker
 import (
 	"sync/atomic"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -19,6 +20,10 @@ func (b *Broker) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (res
 	var deleted []int
 	for i, g := range req.Groups {
 		resp.Groups[i].Group = g
+		if !b.allowed(c, opDelete, resGroup, g) {
+			resp.Groups[i].ErrorCode = kerr.GroupAuthorizationFailed.Code
+			continue
+		}
 		if err := b.deleteGroup(g); err != nil {
 			resp.Groups[i].ErrorCode = errorCode(err)
 			if req.Version >= 3 {

@@ -37,10 +37,15 @@ func (b *Broker) handleDeleteRecords(c *conn, req *kmsg.DeleteRecordsRequest) (r
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.DeleteRecordsResponseTopicPartition, len(rt.Partitions))
 		t, known := b.topics.Get(rt.Topic)
+		denied := !b.allowed(c, opDelete, resTopic, rt.Topic)
 		for j := range rt.Partitions {
 			rp, sp := &rt.Partitions[j], &st.Partitions[j]
 			sp.Default()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if !known {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue

@@ -136,6 +136,13 @@ func (b *Broker) deleteOne(c *conn, t kmsg.DeleteTopicsRequestTopic, st *deleteS
 		}
 		rt.Topic = kmsg.StringPtr(found.Name)
 	}
+	if !b.allowed(c, opDelete, resTopic, *rt.Topic) {
+		rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		if t.Topic == nil && !b.allowed(c, opDescribe, resTopic, *rt.Topic) {
+			rt.Topic = nil // named by id: the name stays hidden
+		}
+		return rt, true
+	}
 	deleted, err := b.topics.Delete(*rt.Topic)
 	if err != nil {
 		rt.ErrorCode, rt.ErrorMessage = adminError(c, "delete topic "+*rt.Topic, err)

@@ -38,12 +38,11 @@ func (b *Broker) handleDescribeCluster(c *conn, req *kmsg.DescribeClusterRequest
 	resp.ClusterID = b.cfg.ClusterID
 	resp.ControllerID = b.cfg.NodeID
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
+		resp.ClusterAuthorizedOperations = b.clusterOps(c)
 	}
 	br := kmsg.NewDescribeClusterResponseBroker()
 	br.NodeID = b.cfg.NodeID
-	br.Host = b.advHost
-	br.Port = b.advPort
+	br.Host, br.Port = c.advertised()
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
 	return respond(resp)
 }

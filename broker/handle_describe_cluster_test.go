@@ -23,8 +23,8 @@ func TestDescribeCluster(t *testing.T) {
 		if resp.ErrorCode != 0 || resp.ClusterID != "test-cluster" || resp.ControllerID != 3 || resp.ClusterAuthorizedOperations != -2147483648 {
 			t.Fatalf("v%d: %+v", v, resp)
 		}
-		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 3 || resp.Brokers[0].Host != srv.advHost ||
-			resp.Brokers[0].Port != srv.advPort || resp.Brokers[0].Rack != nil || resp.Brokers[0].IsFenced {
+		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 3 || resp.Brokers[0].Host != srv.listeners[0].advHost ||
+			resp.Brokers[0].Port != srv.listeners[0].advPort || resp.Brokers[0].Rack != nil || resp.Brokers[0].IsFenced {
 			t.Fatalf("v%d brokers: %+v", v, resp.Brokers)
 		}
 	}

@@ -59,6 +59,11 @@ func (b *Broker) handleDescribeConfigs(c *conn, req *kmsg.DescribeConfigsRequest
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 		var err error
+		if aerr := b.configsAllowed(c, opDescribeConfigs, rr.ResourceType, rr.ResourceName); aerr != nil {
+			res.ErrorCode, res.ErrorMessage = aerr.Code, kmsg.StringPtr(aerr.Description)
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			res.Configs, err = b.describeTopicConfigs(req, rr)
@@ -164,7 +169,7 @@ func (b *Broker) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, rr *kms
 		}
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 		rc.Name = bc.name
-		rc.Value = kmsg.StringPtr(bc.value)
+		sensitive := sensitiveProperty(bc.name)
 		_, dynamic := dynamicBrokerConfigs[bc.name]
 		rc.ReadOnly = !dynamic
 		static := kmsg.ConfigSourceDefaultConfig
@@ -174,16 +179,17 @@ func (b *Broker) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, rr *kms
 		// Kafka's synonyms, most specific first; the first is the value.
 		var syns []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 		if v, ok := perBroker[bc.name]; ok {
-			syns = append(syns, configSynonym(bc.name, v, kmsg.ConfigSourceDynamicBrokerConfig, false))
+			syns = append(syns, configSynonym(bc.name, v, kmsg.ConfigSourceDynamicBrokerConfig, sensitive))
 		}
 		if v, ok := clusterWide[bc.name]; ok {
-			syns = append(syns, configSynonym(bc.name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, false))
+			syns = append(syns, configSynonym(bc.name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, sensitive))
 		}
 		if static == kmsg.ConfigSourceStaticBrokerConfig {
-			syns = append(syns, configSynonym(bc.name, bc.value, static, false))
+			syns = append(syns, configSynonym(bc.name, bc.value, static, sensitive))
 		}
-		syns = append(syns, configSynonym(bc.name, bc.def, kmsg.ConfigSourceDefaultConfig, false))
+		syns = append(syns, configSynonym(bc.name, bc.def, kmsg.ConfigSourceDefaultConfig, sensitive))
 		rc.Value, rc.Source = syns[0].Value, syns[0].Source
+		rc.IsSensitive = sensitive // configSynonym left the values out
 		rc.IsDefault = rc.Source == kmsg.ConfigSourceDefaultConfig
 		rc.ConfigType = bc.typ
 		if req.IncludeSynonyms {
@@ -264,6 +270,9 @@ var brokerConfigTypes = sync.OnceValue(func() map[string]kmsg.ConfigType {
 			ct = kmsg.ConfigTypeLong
 		case f.Type.Kind() == reflect.Float64:
 			ct = kmsg.ConfigTypeDouble
+		}
+		if f.Tag.Get("sensitive") == "true" {
+			ct = kmsg.ConfigTypePassword
 		}
 		out[f.Tag.Get("kafka")] = ct
 	}

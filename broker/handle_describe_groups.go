@@ -51,9 +51,15 @@ func (b *Broker) handleDescribeGroups(c *conn, req *kmsg.DescribeGroupsRequest) 
 			continue
 		}
 		seen[id] = true
+		if !b.allowed(c, opDescribe, resGroup, id) {
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		g := b.describeGroup(req.Version, id)
 		if g.ErrorCode == 0 && req.Version >= 3 && req.IncludeAuthorizedOperations {
-			g.AuthorizedOperations = groupAuthorizedOps
+			g.AuthorizedOperations = b.authorizedOps(c, resGroup, id)
 		}
 		resp.Groups = append(resp.Groups, g)
 	}

@@ -25,6 +25,7 @@ import (
 	"encoding/binary"
 	"path/filepath"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -35,6 +36,11 @@ import (
 
 func (b *Broker) handleDescribeLogDirs(c *conn, req *kmsg.DescribeLogDirsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !b.allowedCluster(c, opDescribe) {
+		// Kafka: the error (v3+), no results.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return respond(resp)
+	}
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = b.cfg.DataDir
 	if abs, err := filepath.Abs(b.cfg.DataDir); err == nil {

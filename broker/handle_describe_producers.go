@@ -18,9 +18,15 @@ func (b *Broker) handleDescribeProducers(c *conn, req *kmsg.DescribeProducersReq
 	for _, rt := range req.Topics {
 		st := kmsg.DescribeProducersResponseTopic{Topic: rt.Topic}
 		t, known := b.topics.Get(rt.Topic)
+		denied := !b.allowed(c, opRead, resTopic, rt.Topic)
 		for _, idx := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = idx
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			var p *partition.Partition
 			if known {
 				p = b.store.Partition(partition.TopicID(t.ID), idx)

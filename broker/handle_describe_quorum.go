@@ -64,7 +64,10 @@ func (b *Broker) handleDescribeQuorum(c *conn, req *kmsg.DescribeQuorumRequest) 
 	if req.Version >= 2 {
 		node := kmsg.NewDescribeQuorumResponseNode()
 		node.NodeID = b.cfg.NodeID
-		node.Listeners = []kmsg.DescribeQuorumResponseNodeListener{{Name: "PLAINTEXT", Host: b.advHost, Port: uint16(b.advPort)}}
+		// Every listener, each as its clients are told to reach it.
+		for _, l := range b.listeners {
+			node.Listeners = append(node.Listeners, kmsg.DescribeQuorumResponseNodeListener{Name: l.name, Host: l.advHost, Port: uint16(l.advPort)})
+		}
 		resp.Nodes = []kmsg.DescribeQuorumResponseNode{node}
 	}
 	return respond(resp)

@@ -22,6 +22,11 @@ func (b *Broker) handleDescribeTransactions(c *conn, req *kmsg.DescribeTransacti
 	for i, id := range req.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
+		if !b.allowed(c, opDescribe, resTxnID, id) {
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
 		if coord == nil {
 			st.ErrorCode = kerr.TransactionalIDNotFound.Code
 			resp.TransactionStates = append(resp.TransactionStates, st)
@@ -67,6 +72,9 @@ func (b *Broker) handleListTransactions(c *conn, req *kmsg.ListTransactionsReque
 	resp.ErrorCode = errorCode(lr.Err)
 	resp.UnknownStateFilters = lr.UnknownStates
 	for _, l := range lr.Transactions {
+		if !b.allowed(c, opDescribe, resTxnID, l.TransactionalID) {
+			continue // Kafka leaves out the ids the client may not describe
+		}
 		resp.TransactionStates = append(resp.TransactionStates, kmsg.ListTransactionsResponseTransactionState{
 			TransactionalID: l.TransactionalID, ProducerID: l.ProducerID, TransactionState: l.State.String(),
 		})

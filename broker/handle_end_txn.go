@@ -9,11 +9,16 @@ package broker
 // advertise transaction.version 2 nor EndTxn v5, so clients use this form.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (b *Broker) handleEndTxn(c *conn, req *kmsg.EndTxnRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if !b.allowed(c, opWrite, resTxnID, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return respond(resp)
+	}
 	coord, err := b.transactionCoordinator()
 	if err != nil {
 		resp.ErrorCode = errorCode(err)

@@ -193,6 +193,9 @@ func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchR
 		} else {
 			errCode = kerr.UnknownTopicOrPartition.Code
 		}
+		if errCode != kerr.UnknownTopicID.Code && !b.allowed(c, opRead, resTopic, ft.Topic) {
+			errCode = kerr.TopicAuthorizationFailed.Code
+		}
 		ti := len(plan.topics)
 		plan.topics = append(plan.topics, ft)
 		for _, rp := range rt.Partitions {

@@ -55,14 +55,29 @@ func (b *Broker) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 			err = kerr.CoordinatorNotAvailable
 		}
 	}
-	node, host, port := b.cfg.NodeID, b.advHost, b.advPort
+	host, port := c.advertised()
+	node := b.cfg.NodeID
 	var code int16
 	var msg *string
 	if err != nil {
 		node, host, port = -1, "", -1
 		code, msg = err.Code, kmsg.StringPtr(err.Description)
 	}
+	// DESCRIBE on the group or transactional id each key names.
+	keyAllowed := func(key string) bool {
+		if req.CoordinatorType == coordinatorTransaction {
+			return b.allowed(c, opDescribe, resTxnID, key)
+		}
+		return b.allowed(c, opDescribe, resGroup, key)
+	}
 	if req.Version < 4 {
+		if code == 0 && !keyAllowed(req.CoordinatorKey) {
+			authz := kerr.GroupAuthorizationFailed
+			if req.CoordinatorType == coordinatorTransaction {
+				authz = kerr.TransactionalIDAuthorizationFailed
+			}
+			node, host, port, code, msg = -1, "", -1, authz.Code, kmsg.StringPtr(authz.Description)
+		}
 		resp.ErrorCode, resp.ErrorMessage = code, msg
 		resp.NodeID, resp.Host, resp.Port = node, host, port
 		return respond(resp)
@@ -78,6 +93,14 @@ func (b *Broker) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 		rc.Key = key
 		rc.NodeID, rc.Host, rc.Port = node, host, port
 		rc.ErrorCode, rc.ErrorMessage = code, msg
+		if code == 0 && !keyAllowed(key) {
+			authz := kerr.GroupAuthorizationFailed
+			if req.CoordinatorType == coordinatorTransaction {
+				authz = kerr.TransactionalIDAuthorizationFailed
+			}
+			rc.NodeID, rc.Host, rc.Port = -1, "", -1
+			rc.ErrorCode, rc.ErrorMessage = authz.Code, kmsg.StringPtr(authz.Description)
+		}
 		resp.Coordinators = append(resp.Coordinators, rc)
 	}
 	return respond(resp)

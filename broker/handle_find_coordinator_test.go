@@ -33,7 +33,7 @@ func TestFindCoordinatorSingle(t *testing.T) {
 		for _, keyType := range types {
 			for _, key := range []string{"my-group", ""} {
 				resp := findCoordinatorAt(t, srv, v, keyType, key)
-				if resp.ErrorCode != 0 || resp.ErrorMessage != nil || resp.NodeID != 3 || resp.Host != srv.advHost || resp.Port != srv.advPort {
+				if resp.ErrorCode != 0 || resp.ErrorMessage != nil || resp.NodeID != 3 || resp.Host != srv.listeners[0].advHost || resp.Port != srv.listeners[0].advPort {
 					t.Fatalf("v%d type %d %q: %+v", v, keyType, key, resp)
 				}
 			}
@@ -60,7 +60,7 @@ func TestFindCoordinatorBatched(t *testing.T) {
 				t.Fatalf("v%d type %d: %+v", v, keyType, resp.Coordinators)
 			}
 			for i, rc := range resp.Coordinators {
-				if rc.Key != keys[i] || rc.ErrorCode != 0 || rc.ErrorMessage != nil || rc.NodeID != 3 || rc.Host != srv.advHost || rc.Port != srv.advPort {
+				if rc.Key != keys[i] || rc.ErrorCode != 0 || rc.ErrorMessage != nil || rc.NodeID != 3 || rc.Host != srv.listeners[0].advHost || rc.Port != srv.listeners[0].advPort {
 					t.Fatalf("v%d type %d key %d: %+v", v, keyType, i, rc)
 				}
 			}
@@ -91,7 +91,7 @@ func TestFindCoordinatorBatched(t *testing.T) {
 		}
 	}
 	for _, r := range adm.FindGroupCoordinators(ctx, "g1", "g2") {
-		if r.NodeID != 3 || r.Host != srv.advHost || r.Port != srv.advPort {
+		if r.NodeID != 3 || r.Host != srv.listeners[0].advHost || r.Port != srv.listeners[0].advPort {
 			t.Fatalf("kadm: %+v", r)
 		}
 	}

@@ -18,6 +18,7 @@ package broker
 // Versions: v1 throttle; v3 group.instance.id (KIP-345); v4 flexible.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/group"
@@ -25,6 +26,10 @@ import (
 
 func (b *Broker) handleHeartbeat(c *conn, req *kmsg.HeartbeatRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if !b.allowed(c, opRead, resGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return respond(resp)
+	}
 	err := b.groups.Heartbeat(group.HeartbeatRequest{
 		Group:      req.Group,
 		MemberID:   req.MemberID,

@@ -47,6 +47,8 @@ func (b *Broker) handleIncrementalAlterConfigs(c *conn, req *kmsg.IncrementalAlt
 		var err error
 		if _, dup := dups[resourceKey(rr.ResourceType, rr.ResourceName)]; dup {
 			err = errDuplicateResource
+		} else if aerr := b.configsAllowed(c, opAlterConfigs, rr.ResourceType, rr.ResourceName); aerr != nil {
+			err = aerr
 		} else {
 			err = b.incrementalAlterConfigs(c, rr, req.ValidateOnly)
 		}

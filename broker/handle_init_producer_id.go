@@ -40,8 +40,14 @@ func (b *Broker) handleInitProducerID(c *conn, req *kmsg.InitProducerIDRequest) 
 	case req.Version >= 3 && (req.ProducerID == -1) != (req.ProducerEpoch == -1):
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return respond(resp)
+	case req.TransactionalID != nil && !b.allowed(c, opWrite, resTxnID, *req.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return respond(resp)
 	case req.TransactionalID != nil:
 		return b.initTransactionalProducer(req, resp)
+	case !b.idempotentAllowed(c):
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return respond(resp)
 	}
 	id, err := b.pids.Next()
 	if err != nil {

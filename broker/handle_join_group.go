@@ -47,6 +47,10 @@ import (
 
 func (b *Broker) handleJoinGroup(c *conn, req *kmsg.JoinGroupRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	if !b.allowed(c, opRead, resGroup, req.Group) {
+		fillJoinResponse(resp, group.JoinResponse{Err: kerr.GroupAuthorizationFailed, MemberID: req.MemberID, Generation: -1})
+		return respond(resp)
+	}
 	if req.InstanceID != nil && !validGroupInstanceID(*req.InstanceID) {
 		fillJoinResponse(resp, group.JoinResponse{Err: kerr.InvalidRequest, MemberID: req.MemberID, Generation: -1})
 		return respond(resp)

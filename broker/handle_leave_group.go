@@ -34,6 +34,10 @@ import (
 
 func (b *Broker) handleLeaveGroup(c *conn, req *kmsg.LeaveGroupRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !b.allowed(c, opRead, resGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return respond(resp)
+	}
 	var members []group.LeaveMember
 	if req.Version < 3 {
 		members = []group.LeaveMember{{MemberID: req.MemberID}}

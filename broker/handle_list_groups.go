@@ -92,6 +92,13 @@ func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result,
 			resp.Groups = append(resp.Groups, g)
 		}
 	}
+	if !b.allowedCluster(c, opDescribe) {
+		// Without DESCRIBE on the cluster, only the groups the client may
+		// describe; no error.
+		resp.Groups = slices.DeleteFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
+			return !b.allowed(c, opDescribe, resGroup, g.Group)
+		})
+	}
 	slices.SortStableFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
 	return respond(resp)
 }

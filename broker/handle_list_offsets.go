@@ -59,6 +59,7 @@ func (b *Broker) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (resul
 		st.Partitions = parts[k : k+len(rt.Partitions) : k+len(rt.Partitions)]
 		k += len(rt.Partitions)
 		t, known := b.topics.Get(rt.Topic)
+		denied := !b.allowed(c, opDescribe, resTopic, rt.Topic)
 		for j := range rt.Partitions {
 			rp, sp := &rt.Partitions[j], &st.Partitions[j]
 			sp.Default()
@@ -67,6 +68,8 @@ func (b *Broker) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (resul
 			switch {
 			case injected:
 				sp.ErrorCode = code
+			case denied:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case badIsolation:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case dups != nil && dups[listOffsetsKey{rt.Topic, rp.Partition}]:

@@ -68,15 +68,18 @@ const (
 
 func (b *Broker) handleMetadata(c *conn, req *kmsg.MetadataRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = []kmsg.MetadataResponseBroker{b.metadataBroker()}
+	resp.Brokers = []kmsg.MetadataResponseBroker{b.metadataBroker(c)}
 	resp.ClusterID = kmsg.StringPtr(b.cfg.ClusterID)
 	resp.ControllerID = b.cfg.NodeID
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterAuthorizedOps
+		resp.AuthorizedOperations = b.clusterOps(c)
 	}
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range b.topics.List() {
-			resp.Topics = append(resp.Topics, b.metadataTopic(&t))
+			// Kafka leaves out the topics the client may not describe.
+			if b.allowed(c, opDescribe, resTopic, t.Name) {
+				resp.Topics = append(resp.Topics, b.metadataTopic(&t))
+			}
 		}
 	} else {
 		resp.Topics = b.metadataRequested(c, req)
@@ -84,20 +87,20 @@ func (b *Broker) handleMetadata(c *conn, req *kmsg.MetadataRequest) (result, err
 	c.injectMetadata(resp)
 	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
 		for i := range resp.Topics {
-			if resp.Topics[i].Topic != nil {
-				resp.Topics[i].AuthorizedOperations = topicAuthorizedOps
+			if resp.Topics[i].Topic != nil && resp.Topics[i].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+				resp.Topics[i].AuthorizedOperations = b.authorizedOps(c, resTopic, *resp.Topics[i].Topic)
 			}
 		}
 	}
 	return respond(resp)
 }
 
-// metadataBroker describes this broker as clients should reach it.
-func (b *Broker) metadataBroker() kmsg.MetadataResponseBroker {
+// metadataBroker describes this broker as clients of c's listener should
+// reach it.
+func (b *Broker) metadataBroker(c *conn) kmsg.MetadataResponseBroker {
 	mb := kmsg.NewMetadataResponseBroker()
 	mb.NodeID = b.cfg.NodeID
-	mb.Host = b.advHost
-	mb.Port = b.advPort
+	mb.Host, mb.Port = c.advertised()
 	return mb
 }
 
@@ -117,7 +120,7 @@ func (b *Broker) metadataRequested(c *conn, req *kmsg.MetadataRequest) []kmsg.Me
 				continue
 			}
 			seenIDs[id] = true
-			mt = b.metadataByID(req.Version, rt)
+			mt = b.metadataByID(c, req.Version, rt)
 		case rt.Topic == nil:
 			continue
 		default:
@@ -138,7 +141,7 @@ func (b *Broker) metadataRequested(c *conn, req *kmsg.MetadataRequest) []kmsg.Me
 }
 
 // metadataByID answers a topic asked for by id (v12+).
-func (b *Broker) metadataByID(version int16, rt kmsg.MetadataRequestTopic) kmsg.MetadataResponseTopic {
+func (b *Broker) metadataByID(c *conn, version int16, rt kmsg.MetadataRequestTopic) kmsg.MetadataResponseTopic {
 	if version < 12 {
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = rt.Topic
@@ -153,16 +156,31 @@ func (b *Broker) metadataByID(version int16, rt kmsg.MetadataRequestTopic) kmsg.
 		mt.ErrorCode = kerr.UnknownTopicID.Code
 		return mt
 	}
+	if !b.allowed(c, opDescribe, resTopic, t.Name) {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.TopicID = rt.TopicID
+		mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		return mt
+	}
 	return b.metadataTopic(&t)
 }
 
 // metadataByName answers a topic asked for by name, auto-creating it if
 // allowed.
 func (b *Broker) metadataByName(c *conn, name string, allowAuto bool) kmsg.MetadataResponseTopic {
+	if !b.allowed(c, opDescribe, resTopic, name) {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = kmsg.StringPtr(name)
+		mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		return mt
+	}
 	t, ok := b.topics.Get(name)
 	var err error
 	if !ok {
-		if allowAuto {
+		// Auto-creation needs CREATE on the cluster or on the topic.
+		if allowAuto && !b.allowedCluster(c, opCreate) && !b.allowed(c, opCreate, resTopic, name) {
+			err = kerr.TopicAuthorizationFailed
+		} else if allowAuto {
 			t, err = b.autoCreateTopic(name)
 		} else if err = topic.ValidateName(name); err == nil {
 			err = kerr.UnknownTopicOrPartition

@@ -62,7 +62,7 @@ func adminRequest[R kmsg.Response](t *testing.T, srv *InProcess, req kmsg.Reques
 
 // testConn is a connection value for calling handlers directly.
 func testConn(t *testing.T, srv *InProcess) *conn {
-	return &conn{b: srv.Broker, lg: zaptest.NewLogger(t)}
+	return &conn{b: srv.Broker, l: srv.listeners[0], lg: zaptest.NewLogger(t), principal: anonymous}
 }
 
 // checkRoundTrip calls the handler of req's key at every version it serves
@@ -177,7 +177,7 @@ func TestMetadataWithKadm(t *testing.T) {
 	if md.Cluster != srv.Config().ClusterID || md.Controller != srv.Config().NodeID {
 		t.Fatalf("cluster %q controller %d", md.Cluster, md.Controller)
 	}
-	if len(md.Brokers) != 1 || md.Brokers[0].Host != srv.advHost || md.Brokers[0].Port != srv.advPort || md.Brokers[0].Rack != nil {
+	if len(md.Brokers) != 1 || md.Brokers[0].Host != srv.listeners[0].advHost || md.Brokers[0].Port != srv.listeners[0].advPort || md.Brokers[0].Rack != nil {
 		t.Fatalf("brokers %+v", md.Brokers)
 	}
 	td, ok := md.Topics["orders"]
@@ -214,7 +214,7 @@ func TestMetadataV0(t *testing.T) {
 	}
 	checkMetadataTopic(t, srv, resp.Topics[0], a, 0)
 	checkMetadataTopic(t, srv, resp.Topics[1], b, 0)
-	if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 0 || resp.Brokers[0].Port != srv.advPort {
+	if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 0 || resp.Brokers[0].Port != srv.listeners[0].advPort {
 		t.Fatalf("brokers %+v", resp.Brokers)
 	}
 

@@ -27,6 +27,7 @@ package broker
 // ignores it for expiry).
 
 import (
+	"cmp"
 	"errors"
 	"time"
 
@@ -46,6 +47,9 @@ func (b *Broker) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) (res
 	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(req.Topics))
 	var pc pendingCommits
 	groupErr := b.validateOffsetCommit(req)
+	if !b.allowed(c, opRead, resGroup, req.Group) {
+		groupErr = kerr.GroupAuthorizationFailed
+	}
 	nowMs := time.Now().UnixMilli()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -53,6 +57,9 @@ func (b *Broker) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) (res
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(rt.Partitions))
 		t, topicCode := b.offsetTopic(req.Version >= 10, rt.Topic, rt.TopicID)
+		if topicCode != kerr.UnknownTopicID.Code && !b.allowed(c, opRead, resTopic, cmp.Or(t.Name, rt.Topic)) {
+			topicCode = kerr.TopicAuthorizationFailed.Code
+		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]

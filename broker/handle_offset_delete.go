@@ -24,6 +24,10 @@ import (
 
 func (b *Broker) handleOffsetDelete(c *conn, req *kmsg.OffsetDeleteRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if !b.allowed(c, opDelete, resGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return respond(resp)
+	}
 	subscribed, found := b.groups.Consumer().SubscribedTopics(req.Group)
 	everything := false
 	if !found {
@@ -49,6 +53,9 @@ func (b *Broker) handleOffsetDelete(c *conn, req *kmsg.OffsetDeleteRequest) (res
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.OffsetDeleteResponseTopicPartition, len(rt.Partitions))
 		t, code := b.offsetTopic(false, rt.Topic, [16]byte{})
+		if !b.allowed(c, opRead, resTopic, rt.Topic) {
+			code = kerr.TopicAuthorizationFailed.Code
+		}
 		for j, rp := range rt.Partitions {
 			sp := &st.Partitions[j]
 			sp.Partition = rp.Partition

@@ -51,7 +51,15 @@ func (b *Broker) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (resul
 		for _, t := range req.Topics {
 			topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
-		for _, ft := range b.fetchGroupOffsets(req.Group, all, topics, false, req.RequireStable, req.Version) {
+		fts := b.fetchGroupOffsets(req.Group, all, topics, false, req.RequireStable, req.Version)
+		if !b.allowed(c, opDescribe, resGroup, req.Group) {
+			if req.Version >= 2 {
+				resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				return respond(resp)
+			}
+			fts = deniedOffsets(fts, kerr.GroupAuthorizationFailed.Code)
+		}
+		for _, ft := range b.authorizedOffsets(c, fts, all) {
 			rt := kmsg.OffsetFetchResponseTopic{Topic: ft.Topic}
 			for _, p := range ft.Partitions {
 				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseTopicPartition{
@@ -67,12 +75,17 @@ func (b *Broker) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (resul
 		if req.Version < 9 {
 			g.MemberID, g.MemberEpoch = nil, -1 // not in these versions
 		}
+		if !b.allowed(c, opDescribe, resGroup, g.Group) {
+			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if found, err := b.groups.Consumer().ValidateFetch(g.Group, g.MemberID, g.MemberEpoch); found && err != nil {
 			rg.ErrorCode = errorCode(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
-		for _, ft := range b.fetchGroupOffsets(g.Group, g.Topics == nil, g.Topics, byID, req.RequireStable, req.Version) {
+		for _, ft := range b.authorizedOffsets(c, b.fetchGroupOffsets(g.Group, g.Topics == nil, g.Topics, byID, req.RequireStable, req.Version), g.Topics == nil) {
 			rt := kmsg.OffsetFetchResponseGroupTopic{Topic: ft.Topic, TopicID: ft.TopicID}
 			for _, p := range ft.Partitions {
 				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition{
@@ -84,6 +97,40 @@ func (b *Broker) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (resul
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return respond(resp)
+}
+
+// authorizedOffsets applies the topic DESCRIBE check to fetched offsets:
+// with all topics asked, the unauthorized ones are left out; named ones
+// answer offset -1 and TOPIC_AUTHORIZATION_FAILED.
+func (b *Broker) authorizedOffsets(c *conn, fts []fetchedTopic, all bool) []fetchedTopic {
+	if b.security.authz == nil {
+		return fts
+	}
+	out := fts[:0]
+	for _, ft := range fts {
+		name := ft.Topic
+		if t, ok := b.topics.ByID(topic.ID(ft.TopicID)); name == "" && ok {
+			name = t.Name
+		}
+		if b.allowed(c, opDescribe, resTopic, name) {
+			out = append(out, ft)
+		} else if !all {
+			out = append(out, deniedOffsets([]fetchedTopic{ft}, kerr.TopicAuthorizationFailed.Code)...)
+		}
+	}
+	return out
+}
+
+// deniedOffsets replaces every partition's answer by code, offset -1.
+func deniedOffsets(fts []fetchedTopic, code int16) []fetchedTopic {
+	for i := range fts {
+		for j := range fts[i].Partitions {
+			p := &fts[i].Partitions[j]
+			empty := ""
+			*p = fetchedPartition{Partition: p.Partition, Offset: -1, LeaderEpoch: -1, Metadata: &empty, ErrorCode: code}
+		}
+	}
+	return fts
 }
 
 // fetchGroupOffsets answers for one group: every committed partition when

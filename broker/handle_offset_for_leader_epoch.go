@@ -36,6 +36,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(c *conn, req *kmsg.OffsetForLeaderEp
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.OffsetForLeaderEpochResponseTopicPartition, len(rt.Partitions))
 		t, known := b.topics.Get(rt.Topic)
+		denied := !b.allowedCluster(c, opClusterAction) && !b.allowed(c, opDescribe, resTopic, rt.Topic)
 		for j := range rt.Partitions {
 			rp, sp := &rt.Partitions[j], &st.Partitions[j]
 			sp.Default()
@@ -45,6 +46,8 @@ func (b *Broker) handleOffsetForLeaderEpoch(c *conn, req *kmsg.OffsetForLeaderEp
 				p = b.store.Partition(partition.TopicID(t.ID), rp.Partition)
 			}
 			switch {
+			case denied:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case req.Version >= 2 && currentLeaderEpochCode(rp.CurrentLeaderEpoch) != 0:

@@ -81,6 +81,12 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 		}
 		return b.produceResult(req, resp, true, 0)
 	}
+	if req.TransactionID != nil && !b.allowed(c, opWrite, resTxnID, *req.TransactionID) {
+		for i := range parts {
+			parts[i].ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		}
+		return b.produceResult(req, resp, true, 0)
+	}
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 	nowMs := time.Now().UnixMilli()
 	failed := false
@@ -168,6 +174,11 @@ func (b *Broker) produceTopic(c *conn, version int16, rt *kmsg.ProduceRequestTop
 		if t, ok = b.topics.ByID(topic.ID(rt.TopicID)); !ok {
 			return t, kerr.UnknownTopicID.Code
 		}
+		if !b.allowed(c, opWrite, resTopic, t.Name) {
+			return t, kerr.TopicAuthorizationFailed.Code
+		}
+	} else if !b.allowed(c, opWrite, resTopic, rt.Topic) {
+		return t, kerr.TopicAuthorizationFailed.Code
 	} else if t, ok = b.topics.Get(rt.Topic); !ok {
 		return t, kerr.UnknownTopicOrPartition.Code
 	}

@@ -33,6 +33,10 @@ import (
 
 func (b *Broker) handleSyncGroup(c *conn, req *kmsg.SyncGroupRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	if !b.allowed(c, opRead, resGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return respond(resp)
+	}
 	if req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
 		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
 		return respond(resp)

@@ -18,6 +18,9 @@ package broker
 // once the transaction commits (package offsets).
 
 import (
+	"cmp"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/offsets"
@@ -27,6 +30,12 @@ func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	resp.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
 	groupErr := b.validateTxnOffsetCommit(req)
+	switch {
+	case !b.allowed(c, opWrite, resTxnID, req.TransactionalID):
+		groupErr = kerr.TransactionalIDAuthorizationFailed
+	case !b.allowed(c, opRead, resGroup, req.Group):
+		groupErr = kerr.GroupAuthorizationFailed
+	}
 	var pc pendingCommits
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -34,6 +43,9 @@ func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(rt.Partitions))
 		t, topicCode := b.offsetTopic(req.Version >= 6, rt.Topic, rt.TopicID)
+		if topicCode != kerr.UnknownTopicID.Code && !b.allowed(c, opRead, resTopic, cmp.Or(t.Name, rt.Topic)) {
+			topicCode = kerr.TopicAuthorizationFailed.Code
+		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]

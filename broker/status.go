@@ -143,7 +143,7 @@ func (b *Broker) Status() Status {
 		Advertised: b.cfg.AdvertisedListener,
 		Stats:      b.Stats(),
 	}
-	if b.ln != nil {
+	if len(b.listeners) > 0 {
 		s.Listen, s.Advertised = b.Addr(), b.AdvertisedAddr()
 	}
 	changed := b.cfg.changedProperties()

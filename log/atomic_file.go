@@ -41,11 +41,30 @@ func WriteFileAtomic(path string, data []byte) error {
 // the write there and is returned; the temporary file is removed, unless
 // the error is ErrSimulatedCrash. Crash-injection tests use it to stop a
 // write at each step, or to fail one as a full disk would.
-func WriteFileAtomicHooked(path string, data []byte, hook func(step, tmp string) error) (err error) {
+func WriteFileAtomicHooked(path string, data []byte, hook func(step, tmp string) error) error {
+	return writeFileAtomic(path, data, 0o644, hook)
+}
+
+// WriteFileAtomicMode is WriteFileAtomic with the new file's mode: secrets
+// (SCRAM credentials) are written 0600. The mode is set on the temporary
+// file before any byte is written, so the data is never readable by
+// others, not even for a moment.
+func WriteFileAtomicMode(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomic(path, data, perm, nil)
+}
+
+func writeFileAtomic(path string, data []byte, perm os.FileMode, hook func(step, tmp string) error) (err error) {
 	tmp := path + TempSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return fmt.Errorf("log: create %s: %w", tmp, err)
+	}
+	// A temporary file left by a crash keeps its old mode through
+	// O_CREATE; set the wanted one explicitly.
+	if err = f.Chmod(perm); err != nil {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("log: chmod %s: %w", tmp, err)
 	}
 	crashed := false
 	defer func() {

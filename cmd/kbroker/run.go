@@ -83,7 +83,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		lg.Info("test controls on the admin listener", zap.Strings("paths", []string{"/faults", "/reset", "/restart"}))
 	}
-	if _, err := fmt.Fprintf(stdout, "kbroker listening on %s\n", b.Addr()); err != nil {
+	// The first line names the first listener (scripts wait for it); with
+	// several listeners, one more line each names them all.
+	out := fmt.Sprintf("kbroker listening on %s\n", b.Addr())
+	if ls := b.Listeners(); len(ls) > 1 {
+		for _, l := range ls {
+			out += fmt.Sprintf("kbroker listener %s (%s) on %s\n", l.Name, l.Protocol, l.Addr)
+		}
+	}
+	if _, err := io.WriteString(stdout, out); err != nil {
 		return errors.Join(fmt.Errorf("write to stdout: %w", err), stopServed(ctx, ip))
 	}
 
@@ -246,8 +254,9 @@ var settingFlags = []struct {
 	isBool            bool
 	check             func(string) error
 }{
-	{flag: "listen", prop: "listeners", usage: "`address` to listen on, host:port (port 0 picks a free one)"},
-	{flag: "advertised-listener", prop: "advertised.listeners", usage: "`host:port` clients are told to connect to (default: the address listened on)"},
+	{flag: "listen", prop: "listeners", usage: "`address` to listen on, host:port (port 0 picks a free one), or Kafka's list NAME://host:port,..."},
+	{flag: "advertised-listener", prop: "advertised.listeners", usage: "`host:port` clients are told to connect to, or NAME://host:port,... per listener (default: the address listened on)"},
+	{flag: "sasl-mechanisms", prop: "sasl.enabled.mechanisms", usage: "SASL `mechanisms` of SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER"},
 	{flag: "data-dir", prop: "log.dirs", usage: "`directory` for the commit log, consume queues and metadata"},
 	{flag: "flush", prop: "kbroker.flush.mode", usage: "flush `mode`: sync (group commit before acknowledging), async (page cache) or pool (transient store pool)", check: oneOf("sync", "async", "pool")},
 	{flag: "segment-bytes", prop: "log.segment.bytes", usage: "size of each commit-log file in `bytes` (a multiple of 4096, 1 MiB to 1 GiB)"},
@@ -274,6 +283,16 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 		settings[sf.flag] = s
 		fs.Var(s, sf.flag, sf.usage+" ("+sf.prop+")")
 	}
+	var saslUsers []string
+	fs.Func("sasl-user", "seed a SASL user, `NAME:PASSWORD` (repeatable): SCRAM-SHA-256 and -512 credentials, also used for PLAIN;\n"+
+		"added to kbroker.sasl.users of the config file. Passwords are hashed at start-up and never stored", func(v string) error {
+		name, pw, ok := strings.Cut(v, ":")
+		if !ok || name == "" || pw == "" || strings.Contains(v, ",") {
+			return errors.New("want NAME:PASSWORD, neither empty, without commas")
+		}
+		saslUsers = append(saslUsers, v)
+		return nil
+	})
 	configFile := fs.String("config", "", "`file` of key=value lines with Kafka property names (server.properties); flags override it")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	logFormat := fs.String("log-format", "console", "log `format`: console or json")
@@ -350,6 +369,12 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	})
 	if err := errors.Join(errs...); err != nil {
 		return o, err
+	}
+	if len(saslUsers) > 0 {
+		if o.cfg.SASLUsers != "" {
+			saslUsers = append([]string{o.cfg.SASLUsers}, saslUsers...)
+		}
+		o.cfg.SASLUsers = strings.Join(saslUsers, ",")
 	}
 	if err := o.cfg.Validate(); err != nil {
 		return o, fmt.Errorf("invalid configuration: %w", err)

@@ -91,6 +91,16 @@ auto.create.topics.enable=false
 			},
 		},
 		{
+			name: "SASL users and several listeners",
+			args: []string{"--listen", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+				"--sasl-user", "alice:a-pw", "--sasl-user", "bob:b:pw", "--sasl-mechanisms", "SCRAM-SHA-256,PLAIN"},
+			edit: func(c *broker.Config) {
+				c.Listen = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
+				c.SASLEnabledMechanisms = "SCRAM-SHA-256,PLAIN"
+				c.SASLUsers = "alice:a-pw,bob:b:pw"
+			},
+		},
+		{
 			name: "log level warn",
 			args: []string{"--log-level", "warn"},
 			opts: func(o *options) { o.logLevel = zapcore.WarnLevel },
