@@ -67,6 +67,11 @@ var (
 	descAccepted = desc("kbroker_connections_accepted_total", "Client connections accepted, by listener.", "listener")
 	descRefused  = desc("kbroker_connections_refused_total", "Client connections closed at accept by max.connections or max.connections.per.ip, by listener.", "listener")
 
+	descAuthOK      = desc("kafka_server_socket_server_metrics_successful_authentication_total", "Successful SASL logins, re-authentications included (all listeners).")
+	descAuthFailed  = desc("kafka_server_socket_server_metrics_failed_authentication_total", "Refused SASL logins (all listeners).")
+	descReauth      = desc("kafka_server_socket_server_metrics_successful_reauthentication_total", "Successful SASL re-authentications, KIP-368 (all listeners).")
+	descExpiredSess = desc("kbroker_expired_sessions_total", "Connections closed because their SASL session expired before re-authentication.")
+
 	descReady   = desc("kbroker_ready", "1 while the broker serves clients (store open, listener accepting), as /readyz.")
 	descBuild   = desc("kbroker_build_info", "Build information (value 1).", "version", "goversion")
 	descStarted = desc("kbroker_start_time_seconds", "When the broker started listening, in seconds since the epoch.")
@@ -96,7 +101,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descGroupOffset, descGroupLag, descGroupLagSum, descGroupMembers, descGroupState, descTxns,
 		descFlushLatency, descFlushBatch, descFlushLag, descFiles, descAllocated, descInUse, descDeleted,
 		descWrote, descFlushed, descSendfile, descFallback, descCopied, descConns, descAccepted, descRefused,
-		descBuild, descStarted, descReady,
+		descAuthOK, descAuthFailed, descReauth, descExpiredSess, descBuild, descStarted, descReady,
 	} {
 		ch <- d
 	}
@@ -231,6 +236,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descConns, float64(st.Stats.OpenConnections), listenerName)
 	counter(descAccepted, float64(st.Stats.AcceptedConnections), listenerName)
 	counter(descRefused, float64(st.Stats.RefusedConnections), listenerName)
+	counter(descAuthOK, float64(st.Stats.Authentications))
+	counter(descAuthFailed, float64(st.Stats.FailedAuthentications))
+	counter(descReauth, float64(st.Stats.Reauthentications))
+	counter(descExpiredSess, float64(st.Stats.ExpiredSessions))
 }
 
 // errorName is a Kafka error code's name (NOT_LEADER_OR_FOLLOWER), as the

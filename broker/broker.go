@@ -94,6 +94,10 @@ type Broker struct {
 	// expired (Kafka's expired-connections-killed-count).
 	reauthentications atomic.Int64
 	expiredSessions   atomic.Int64
+	// authentications and failedAuthentications count SASL logins that
+	// succeeded (re-authentications included) and that failed.
+	authentications       atomic.Int64
+	failedAuthentications atomic.Int64
 
 	wg sync.WaitGroup
 	// stop is closed when shutdown begins.
@@ -574,6 +578,9 @@ type Stats struct {
 	// ExpiredSessions are connections closed because their SASL session
 	// expired before the client re-authenticated.
 	ExpiredSessions int64
+	// Authentications are successful SASL logins, re-authentications
+	// included; FailedAuthentications are refused ones.
+	Authentications, FailedAuthentications int64
 }
 
 // Stats returns the fetch counters. The sendfile counters are process-wide.
@@ -584,7 +591,8 @@ func (b *Broker) Stats() Stats {
 	b.mu.Unlock()
 	return Stats{SendfileBytes: sent, FallbackBytes: fallback, CopiedBytes: b.copiedBytes.Load(),
 		RefusedConnections: b.refused.Load(), AcceptedConnections: b.accepted.Load(), OpenConnections: open,
-		Reauthentications: b.reauthentications.Load(), ExpiredSessions: b.expiredSessions.Load()}
+		Reauthentications: b.reauthentications.Load(), ExpiredSessions: b.expiredSessions.Load(),
+		Authentications: b.authentications.Load(), FailedAuthentications: b.failedAuthentications.Load()}
 }
 
 // Topics is the topic registry.

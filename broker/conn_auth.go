@@ -181,6 +181,7 @@ func (c *conn) completeAuth() time.Duration {
 			life = max(d, time.Millisecond)
 		}
 	}
+	c.b.authentications.Add(1)
 	if a.reauth {
 		c.b.reauthentications.Add(1)
 	}
@@ -195,6 +196,7 @@ func (c *conn) completeAuth() time.Duration {
 
 // logAuthFailure logs a failed login without secrets.
 func (c *conn) logAuthFailure(err error) {
+	c.b.failedAuthentications.Add(1)
 	reason := err.Error()
 	var ae *authn.Error
 	if errors.As(err, &ae) {
