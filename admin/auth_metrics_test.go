@@ -12,10 +12,11 @@ import (
 )
 
 // TestAuthenticationMetrics: one good and one refused SASL PLAIN login show
-// in the authentication counters, which are zero before.
+// in the authentication counters, which are zero before, and the
+// connection series are split by the listener a connection came in on.
 func TestAuthenticationMetrics(t *testing.T) {
 	b, s := startBroker(t, func(c *broker.Config) {
-		c.Listen = "SASL_PLAINTEXT://127.0.0.1:0"
+		c.Listen = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
 		c.SASLEnabledMechanisms = "PLAIN"
 		c.SASLUsers = "alice:alice-secret"
 		c.FailedAuthenticationDelay = time.Millisecond
@@ -28,8 +29,9 @@ func TestAuthenticationMetrics(t *testing.T) {
 			t.Fatalf("%s = %v (found %v) before any login, want 0", name, v, found)
 		}
 	}
+	saslAddr := b.ListenerAddr("SASL_PLAINTEXT")
 	login := func(pass string) error {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.SASL(plain.Auth{User: "alice", Pass: pass}.AsMechanism()),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(saslAddr), kgo.SASL(plain.Auth{User: "alice", Pass: pass}.AsMechanism()),
 			kgo.RequestRetries(0))
 		if err != nil {
 			t.Fatal(err)
@@ -51,5 +53,12 @@ func TestAuthenticationMetrics(t *testing.T) {
 	}
 	if v, _ := value(fams, failed); v < 1 {
 		t.Errorf("%s = %v after a refused login, want at least 1", failed, v)
+	}
+	const accepted = "kbroker_connections_accepted_total"
+	if v, _ := value(fams, accepted, "listener", "SASL_PLAINTEXT"); v < 2 {
+		t.Errorf("%s{listener=SASL_PLAINTEXT} = %v after two logins there, want at least 2", accepted, v)
+	}
+	if v, found := value(fams, accepted, "listener", "PLAINTEXT"); !found || v != 0 {
+		t.Errorf("%s{listener=PLAINTEXT} = %v (found %v), want 0: no client used it", accepted, v, found)
 	}
 }

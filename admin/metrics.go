@@ -77,10 +77,6 @@ var (
 	descStarted = desc("kbroker_start_time_seconds", "When the broker started listening, in seconds since the epoch.")
 )
 
-// listenerName is the label of the one Kafka listener, Kafka's default
-// listener name for plaintext.
-const listenerName = "PLAINTEXT"
-
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }
@@ -233,9 +229,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descSendfile, float64(st.Stats.SendfileBytes))
 	counter(descFallback, float64(st.Stats.FallbackBytes))
 	counter(descCopied, float64(st.Stats.CopiedBytes))
-	gauge(descConns, float64(st.Stats.OpenConnections), listenerName)
-	counter(descAccepted, float64(st.Stats.AcceptedConnections), listenerName)
-	counter(descRefused, float64(st.Stats.RefusedConnections), listenerName)
+	for _, l := range st.Stats.Listeners {
+		gauge(descConns, float64(l.Open), l.Name)
+		counter(descAccepted, float64(l.Accepted), l.Name)
+		counter(descRefused, float64(l.Refused), l.Name)
+	}
 	counter(descAuthOK, float64(st.Stats.Authentications))
 	counter(descAuthFailed, float64(st.Stats.FailedAuthentications))
 	counter(descReauth, float64(st.Stats.Reauthentications))

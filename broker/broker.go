@@ -393,11 +393,13 @@ func (b *Broker) acceptLoop(l *listener) {
 			b.mu.Unlock()
 			nc.Close()
 			b.refused.Add(1)
+			l.refused.Add(1)
 			b.lg.Info("refused connection", zap.String("remote", nc.RemoteAddr().String()), zap.String("reason", why))
 			continue
 		}
 		c := newConn(b, l, nc)
 		b.accepted.Add(1)
+		l.accepted.Add(1)
 		b.mu.conns[c] = struct{}{}
 		b.mu.perIP[ip]++
 		b.wg.Add(1)
@@ -581,15 +583,40 @@ type Stats struct {
 	// Authentications are successful SASL logins, re-authentications
 	// included; FailedAuthentications are refused ones.
 	Authentications, FailedAuthentications int64
+	// Listeners are the connection counts of each listener, in the order
+	// of the listeners setting.
+	Listeners []ListenerStats
+}
+
+// ListenerStats are one listener's connection counts.
+type ListenerStats struct {
+	// Name is the listener name (PLAINTEXT, SASL_SSL, ...).
+	Name string
+	// Open connections are being served now.
+	Open int
+	// Accepted were accepted and served; Refused were closed at accept by
+	// max.connections or max.connections.per.ip.
+	Accepted, Refused int64
 }
 
 // Stats returns the fetch counters. The sendfile counters are process-wide.
 func (b *Broker) Stats() Stats {
 	sent, fallback := sendfile.Stats()
+	ls := make([]ListenerStats, len(b.listeners))
+	index := make(map[*listener]int, len(b.listeners))
+	for i, l := range b.listeners {
+		ls[i] = ListenerStats{Name: l.name, Accepted: l.accepted.Load(), Refused: l.refused.Load()}
+		index[l] = i
+	}
 	b.mu.Lock()
 	open := len(b.mu.conns)
+	for c := range b.mu.conns {
+		if i, ok := index[c.l]; ok {
+			ls[i].Open++
+		}
+	}
 	b.mu.Unlock()
-	return Stats{SendfileBytes: sent, FallbackBytes: fallback, CopiedBytes: b.copiedBytes.Load(),
+	return Stats{Listeners: ls, SendfileBytes: sent, FallbackBytes: fallback, CopiedBytes: b.copiedBytes.Load(),
 		RefusedConnections: b.refused.Load(), AcceptedConnections: b.accepted.Load(), OpenConnections: open,
 		Reauthentications: b.reauthentications.Load(), ExpiredSessions: b.expiredSessions.Load(),
 		Authentications: b.authentications.Load(), FailedAuthentications: b.failedAuthentications.Load()}

@@ -16,6 +16,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Security protocols of Kafka's SecurityProtocol enum (GSSAPI-free).
@@ -61,6 +62,9 @@ type listener struct {
 	// tlsConfig is the server TLS configuration of SSL and SASL_SSL
 	// listeners, nil otherwise.
 	tlsConfig *tls.Config
+	// accepted and refused count this listener's connections, accepted and
+	// closed at accept by the connection limits.
+	accepted, refused atomic.Int64
 }
 
 // ListenerInfo describes a bound listener for embedders and tests.
