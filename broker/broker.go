@@ -445,15 +445,14 @@ func remoteIP(nc net.Conn) string {
 	return host
 }
 
-// Shutdown stops the broker gracefully: it stops accepting, stops reading
-// new requests, lets in-flight requests finish and their responses go out
-// until ctx ends, then closes the store cleanly (flush, checkpoint, abort
-// marker removed) so the next start needs no recovery.
-func (b *Broker) Shutdown(ctx context.Context) error {
+// beginStop marks the broker stopping (once: false if a stop already
+// began), stops accepting and closes the listeners, and returns the
+// connections to end. Shutdown and crash differ only in how they end them.
+func (b *Broker) beginStop() ([]*conn, bool) {
 	b.mu.Lock()
 	if b.mu.shutdown {
 		b.mu.Unlock()
-		return nil
+		return nil, false
 	}
 	b.mu.shutdown = true
 	conns := make([]*conn, 0, len(b.mu.conns))
@@ -464,6 +463,18 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	close(b.stop)
 	for _, l := range b.listeners {
 		l.ln.Close()
+	}
+	return conns, true
+}
+
+// Shutdown stops the broker gracefully: it stops accepting, stops reading
+// new requests, lets in-flight requests finish and their responses go out
+// until ctx ends, then closes the store cleanly (flush, checkpoint, abort
+// marker removed) so the next start needs no recovery.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	conns, ok := b.beginStop()
+	if !ok {
+		return nil
 	}
 	for _, c := range conns {
 		c.stopReading()
@@ -527,20 +538,9 @@ func (b *Broker) Ready() error {
 // flushed, checkpointed or snapshotted that was not already, and the next
 // New runs crash recovery.
 func (b *Broker) crash() {
-	b.mu.Lock()
-	if b.mu.shutdown {
-		b.mu.Unlock()
+	conns, ok := b.beginStop()
+	if !ok {
 		return
-	}
-	b.mu.shutdown = true
-	conns := make([]*conn, 0, len(b.mu.conns))
-	for c := range b.mu.conns {
-		conns = append(conns, c)
-	}
-	b.mu.Unlock()
-	close(b.stop)
-	for _, l := range b.listeners {
-		l.ln.Close()
 	}
 	for _, c := range conns {
 		c.stopReading()
