@@ -270,7 +270,7 @@ func (b *binaryBroker) start(t *testing.T) {
 }
 
 // stop sends SIGTERM and waits for the process; after stopTimeout it is
-// killed. A clean stop must exit with status 0.
+// dumped (SIGQUIT) and killed. A clean stop must exit with status 0.
 func (b *binaryBroker) stop(t *testing.T) {
 	t.Helper()
 	if b.cmd == nil {
@@ -295,9 +295,17 @@ func (b *binaryBroker) stop(t *testing.T) {
 		}
 		checkCleanStop(t, b.dir)
 	case <-timer.C:
-		t.Errorf("kbroker still running %v after SIGTERM: killing it", stopTimeout)
-		b.cmd.Process.Kill()
-		<-b.exited
+		// SIGQUIT first: the Go runtime then writes every goroutine's
+		// stack to stderr, which lands in the log printed on failure and
+		// shows what the stop was waiting for.
+		t.Errorf("kbroker still running %v after SIGTERM: sending SIGQUIT for a goroutine dump, then SIGKILL", stopTimeout)
+		b.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-b.exited:
+		case <-time.After(5 * time.Second):
+			b.cmd.Process.Kill()
+			<-b.exited
+		}
 	}
 }
 
