@@ -27,6 +27,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // diffKafkaEnv names the Kafka broker the differential tests compare with.
@@ -303,7 +305,7 @@ func awaitTopic(topic string, n int) diffStep {
 // TestDiffKafka runs diffSequences against a kbroker binary and the Kafka
 // broker in KBROKER_DIFF_KAFKA and fails on every unexplained difference.
 func TestDiffKafka(t *testing.T) {
-	kafka := strings.TrimSpace(os.Getenv(diffKafkaEnv))
+	kafka := testenv.Addr(t, diffKafkaEnv)
 	if kafka == "" {
 		t.Skipf("%s=host:port of an Apache Kafka broker (scripts/kafka-ref.sh start) runs the differential tests", diffKafkaEnv)
 	}

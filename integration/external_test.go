@@ -2,13 +2,14 @@ package integration
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // bootstrapEnv names an external broker to run the integration tests
@@ -20,23 +21,20 @@ const bootstrapEnv = "KBROKER_TEST_BOOTSTRAP"
 // externalRunSuffix ends every topic name (and so group and transactional
 // id) when the tests run against an external broker, which keeps what
 // earlier runs created.
-var externalRunSuffix = func() string {
-	if externalBootstrap() == "" {
-		return ""
-	}
-	return fmt.Sprintf(".r%d", time.Now().UnixNano()%1e9)
-}()
+var externalRunSuffix = fmt.Sprintf(".r%d", time.Now().UnixNano()%1e9)
 
-// externalBootstrap is the address in KBROKER_TEST_BOOTSTRAP, or "".
-func externalBootstrap() string {
-	return strings.TrimSpace(os.Getenv(bootstrapEnv))
+// externalBootstrap is the address in KBROKER_TEST_BOOTSTRAP, or "". A
+// value that is not a host:port fails the test (testenv.Addr).
+func externalBootstrap(t testing.TB) string {
+	t.Helper()
+	return testenv.Addr(t, bootstrapEnv)
 }
 
 // skipIfExternal skips a test of kbroker-only behaviour when the tests run
 // against an external broker.
 func skipIfExternal(t testing.TB, what string) {
 	t.Helper()
-	if addr := externalBootstrap(); addr != "" {
+	if addr := externalBootstrap(t); addr != "" {
 		t.Skipf("kbroker only (%s): %s=%s", what, bootstrapEnv, addr)
 	}
 }
@@ -119,7 +117,7 @@ func TestExternalMismatch(t *testing.T) {
 // v1 only (README, "What a client sees").
 func skipIfTxnV2(t testing.TB) {
 	t.Helper()
-	if addr := externalBootstrap(); addr != "" {
+	if addr := externalBootstrap(t); addr != "" {
 		t.Skipf("asserts transactions v1 producer epochs; an external Kafka 4 runs transactions v2 (KIP-890): %s=%s", bootstrapEnv, addr)
 	}
 }

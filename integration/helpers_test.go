@@ -174,7 +174,7 @@ func (o brokerOpts) edit(c *broker.Config) {
 func eachBroker(t *testing.T, o brokerOpts, f func(t *testing.T, b testBroker)) {
 	t.Helper()
 	o.check(t)
-	if addr := externalBootstrap(); addr != "" {
+	if addr := externalBootstrap(t); addr != "" {
 		t.Run("external", func(t *testing.T) {
 			if why := o.externalMismatch(); why != "" {
 				t.Skip(why)
@@ -470,7 +470,11 @@ func newAdmin(t *testing.T, addr string) *kadm.Client {
 func topicName(t *testing.T) string {
 	t.Helper()
 	r := strings.NewReplacer("/", ".", " ", "_", "=", "_")
-	return strings.ToLower(r.Replace(t.Name())) + externalRunSuffix
+	name := strings.ToLower(r.Replace(t.Name()))
+	if externalBootstrap(t) != "" {
+		name += externalRunSuffix
+	}
+	return name
 }
 
 // endOffsets lists the end offsets of topic, by partition.

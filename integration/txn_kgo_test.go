@@ -213,7 +213,7 @@ func testTxnKgo(t *testing.T, addr string) {
 	// Transactions v1 (kbroker) keep the epoch; v2 (an external Kafka 4,
 	// KIP-890) bump it at every EndTxn.
 	if d := describeTxn(t, adm, id); d.State != "CompleteCommit" || d.ProducerID != pid ||
-		(d.ProducerEpoch != epoch && (externalBootstrap() == "" || d.ProducerEpoch < epoch)) {
+		(d.ProducerEpoch != epoch && (externalBootstrap(t) == "" || d.ProducerEpoch < epoch)) {
 		t.Errorf("DescribeTransactions %s at the end: %+v; want CompleteCommit, producer %d epoch %d", id, d, pid, epoch)
 	}
 	txnCheckReadFromAborted(t, addr, topic, ends, committed)

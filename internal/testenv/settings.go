@@ -1,16 +1,21 @@
 package testenv
 
 import (
+	"errors"
+	"net"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
 // The settings are named KBROKER_<AREA>_<KNOB>: the area is the test or
 // loop (STORE, BINARY, GROUP, TXN, RELIABILITY, POWER_LOSS, SHUTDOWN,
-// HOSTILE, MODEL, CHURN), the knob what it sets (KILLS, ROUNDS, SEEDS,
-// STEPS, SEED, DURATION, DEBUG, CYCLES). KBROKER_WRITE_* rewrite checked-in test data.
+// HOSTILE, MODEL, CHURN; TEST and DIFF for the brokers the integration
+// tests run against), the knob what it sets (KILLS, ROUNDS, SEEDS, STEPS,
+// SEED, DURATION, DEBUG, CYCLES, BOOTSTRAP, KAFKA). KBROKER_WRITE_*
+// rewrite checked-in test data.
 // docs/TESTING.md is the table; keep the two in step.
 
 // renamed maps a former name to its current one. A former name that is
@@ -99,4 +104,31 @@ func Flag(t testing.TB, name string) bool {
 		t.Fatalf("%s=%q: want 1 or 0 (true or false)", name, s)
 	}
 	return on
+}
+
+// Addr is the host:port setting name (a broker's address), or "" when it
+// is unset. A value that is not one host:port with a port in 1–65535
+// fails the test: a typo would otherwise surface as a dial timeout far
+// from its cause, or (unset by mistake) run the tests against another
+// broker than meant.
+func Addr(t testing.TB, name string) string {
+	t.Helper()
+	s, ok := lookup(t, name)
+	if !ok {
+		return ""
+	}
+	s = strings.TrimSpace(s)
+	host, port, err := net.SplitHostPort(s)
+	if err == nil && host == "" {
+		err = errors.New("no host")
+	}
+	if err == nil {
+		if p, perr := strconv.Atoi(port); perr != nil || p < 1 || p > 65535 {
+			err = errors.New("the port is not a number in 1–65535")
+		}
+	}
+	if err != nil {
+		t.Fatalf("%s=%q: want one host:port such as 127.0.0.1:9092: %v", name, s, err)
+	}
+	return s
 }

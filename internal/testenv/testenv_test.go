@@ -65,6 +65,15 @@ func TestSettings(t *testing.T) {
 		{"1", func(t testing.TB) any { return Flag(t, name) }, true, false},
 		{"false", func(t testing.TB) any { return Flag(t, name) }, false, false},
 		{"yes", func(t testing.TB) any { return Flag(t, name) }, nil, true},
+		{"", func(t testing.TB) any { return Addr(t, name) }, "", false},
+		{"127.0.0.1:9092", func(t testing.TB) any { return Addr(t, name) }, "127.0.0.1:9092", false},
+		{" localhost:41507\n", func(t testing.TB) any { return Addr(t, name) }, "localhost:41507", false},
+		{"[::1]:9092", func(t testing.TB) any { return Addr(t, name) }, "[::1]:9092", false},
+		{"127.0.0.1", func(t testing.TB) any { return Addr(t, name) }, nil, true},
+		{":9092", func(t testing.TB) any { return Addr(t, name) }, nil, true},
+		{"127.0.0.1:0", func(t testing.TB) any { return Addr(t, name) }, nil, true},
+		{"127.0.0.1:kafka", func(t testing.TB) any { return Addr(t, name) }, nil, true},
+		{"a:1,b:2", func(t testing.TB) any { return Addr(t, name) }, nil, true},
 	} {
 		t.Setenv(name, c.value)
 		var got any
