@@ -53,6 +53,12 @@
 //     data directory and on one holding --start-data-mb of records after
 //     a clean stop.
 //
+// Every case also reports the broker process's resident memory from
+// /proc/<pid>/status: its peak during the case (VmHWM, reset at the
+// start), and the medians of VmRSS and of its anonymous part (RssAnon:
+// heaps, as opposed to resident pages of mapped files) sampled every
+// 100 ms; for start-up, the RSS once ready and the peak since exec.
+//
 // With --addr no broker is started: produce, consume and e2e run against
 // that address (CPU figures only with --pid). --profile DIR writes CPU and
 // allocation profiles of the broker for each case (kbroker and kfake, not
@@ -417,7 +423,7 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 				return err
 			}
 			if report {
-				b.record("produce", pc.name(), bp, round, m, "records_s", "mb_s", "ack_p99", "broker_cpu")
+				b.record("produce", pc.name(), bp, round, m, "records_s", "mb_s", "ack_p99", "broker_cpu", "rss_peak_mb")
 			}
 		}
 	}
@@ -433,7 +439,7 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 				if err != nil {
 					return err
 				}
-				b.record("consume", cc.name(), bp, round, m, "records_s", "mb_s", "broker_cpu")
+				b.record("consume", cc.name(), bp, round, m, "records_s", "mb_s", "broker_cpu", "rss_peak_mb")
 			}
 		}
 	}
@@ -447,7 +453,7 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 			if err != nil {
 				return err
 			}
-			b.record("e2e", name, bp, round, m, "p50", "p99", "p999")
+			b.record("e2e", name, bp, round, m, "p50", "p99", "p999", "rss_peak_mb")
 		}
 	}
 	return nil
@@ -478,7 +484,7 @@ func (b *bench) syncRound(ctx context.Context, round int) error {
 		if err != nil {
 			return err
 		}
-		b.record("sync", name, bp, round, m, "records_s", "ack_p99")
+		b.record("sync", name, bp, round, m, "records_s", "ack_p99", "rss_peak_mb")
 	}
 	return nil
 }
@@ -522,19 +528,20 @@ func (b *bench) startRound(round int, filled map[string]string) error {
 		if err != nil {
 			return err
 		}
-		b.record("startup", "empty", &brokerProc{spec: spec}, round, m, "ready_ms", "open_ms")
+		b.record("startup", "empty", &brokerProc{spec: spec}, round, m, "ready_ms", "open_ms", "rss_mb")
 		if d, ok := filled[k]; ok {
 			m, err := runStart(b.e, spec, d)
 			if err != nil {
 				return err
 			}
-			b.record("startup", withData, &brokerProc{spec: spec}, round, m, "ready_ms", "open_ms")
+			b.record("startup", withData, &brokerProc{spec: spec}, round, m, "ready_ms", "open_ms", "rss_mb")
 		}
 	}
 	return nil
 }
 
-// measure runs one case on bp, profiling the broker if asked.
+// measure runs one case on bp, profiling the broker if asked, and adds
+// the broker's resident memory during the case (rssSampler.finish).
 func (b *bench) measure(bp *brokerProc, workload, caseName string, round int, f func() (metrics, error)) (metrics, error) {
 	if b.o.profile != "" {
 		file := filepath.Join(b.o.profile, fmt.Sprintf("%s-%s-%s-r%d.pprof", workload, slug(caseName), bp.spec.name, round))
@@ -543,10 +550,13 @@ func (b *bench) measure(bp *brokerProc, workload, caseName string, round int, f 
 		}
 		defer bp.profile("")
 	}
+	rss := startRSS(bp.pid)
 	m, err := f()
 	if err != nil {
+		rss.finish(metrics{})
 		return nil, fmt.Errorf("%s %s on %s: %w", workload, caseName, bp.spec.name, err)
 	}
+	rss.finish(m)
 	return m, nil
 }
 

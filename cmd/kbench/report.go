@@ -58,21 +58,27 @@ var (
 	colBrokerCPU = column{"broker_cpu", "broker CPU-s/GB", 2}
 	colClientCPU = column{"client_cpu", "client CPU-s/GB", 2}
 	colAlloc     = column{"alloc_mb_gb", "broker alloc MB/GB", 0}
+	// The broker's resident memory (rss.go): peak, and the medians of
+	// all of it and of its anonymous part.
+	colPeakRSS = column{"rss_peak_mb", "peak RSS MB", 0}
+	colRSS     = column{"rss_mb", "RSS MB", 0}
+	colAnonRSS = column{"rss_anon_mb", "anon RSS MB", 0}
 )
 
 // reports are printed in this order, for the workloads that ran.
 var reports = []report{
 	{"produce", "Produce (one kgo client, acks=all, idempotent, linger 0, no compression)",
-		[]column{colRecords, colMB, colAckP50, colAckP99, colBrokerCPU, colClientCPU, colAlloc}},
+		[]column{colRecords, colMB, colAckP50, colAckP99, colBrokerCPU, colClientCPU, colAlloc, colPeakRSS, colRSS, colAnonRSS}},
 	{"consume", "Consume (one kgo client reads the produce case's topic from the start)",
-		[]column{colRecords, colMB, colBrokerCPU, colClientCPU, colAlloc, {"join_ms", "first record ms", 1}}},
+		[]column{colRecords, colMB, colBrokerCPU, colClientCPU, colAlloc, {"join_ms", "first record ms", 1}, colPeakRSS, colRSS, colAnonRSS}},
 	{"e2e", "End to end (1 KiB records at a fixed rate, produce call to poll)",
 		[]column{{"p50", "p50 ms", 2}, {"p99", "p99 ms", 2}, {"p999", "p99.9 ms", 2}, {"max", "max ms", 2},
-			colRecords, {"broker_cores", "broker cores", 3}}},
+			colRecords, {"broker_cores", "broker cores", 3}, colPeakRSS, colRSS, colAnonRSS}},
 	{"sync", fmt.Sprintf("Flush: %d producers at once, 1 KiB records, one partition each", syncProducers),
-		[]column{colRecords, colMB, colAckP50, colAckP99, colBrokerCPU}},
+		[]column{colRecords, colMB, colAckP50, colAckP99, colBrokerCPU, colPeakRSS, colRSS, colAnonRSS}},
 	{"startup", "Start-up (to answering ApiVersions and Metadata)",
-		[]column{{"ready_ms", "exec to ready ms", 1}, {"open_ms", "open ms (in process)", 1}}},
+		[]column{{"ready_ms", "exec to ready ms", 1}, {"open_ms", "open ms (in process)", 1},
+			{"rss_peak_mb", "peak RSS MB (since exec)", 0}, {"rss_mb", "RSS MB (ready)", 0}, colAnonRSS}},
 	{"scale", "Scale: what partitions cost (topics created one request each, one 100 B record per partition)",
 		[]column{{"create_p50", "CreateTopics p50 ms", 2}, {"create_p99", "p99 ms", 2},
 			{"idle_du_mb", "idle du MiB", 1}, {"du_kb_part", "du KiB/partition", 1}, {"heap_kb_part", "heap KiB/partition", 2},

@@ -10,7 +10,8 @@ import (
 // runStart starts spec on dir, measures the time to ready and stops it
 // cleanly again: ready_ms from exec to answering ApiVersions and Metadata
 // (probeReady), open_ms the part the broker itself reports (serve kinds:
-// from before opening the broker to listening).
+// from before opening the broker to listening), and its resident memory
+// once ready (rss_mb, rss_anon_mb) and at most since exec (rss_peak_mb).
 func runStart(e *env, spec brokerSpec, dir string) (metrics, error) {
 	bp, err := startBroker(e, spec, dir)
 	if err != nil {
@@ -19,6 +20,11 @@ func runStart(e *env, spec brokerSpec, dir string) (metrics, error) {
 	out := metrics{"ready_ms": ms(bp.ready)}
 	if bp.open > 0 {
 		out["open_ms"] = ms(bp.open)
+	}
+	if mem, err := readMemStatus(bp.pid); err == nil {
+		out["rss_peak_mb"] = float64(mem.peak) / 1e6
+		out["rss_mb"] = float64(mem.rss) / 1e6
+		out["rss_anon_mb"] = float64(mem.anon) / 1e6
 	}
 	return out, bp.stop()
 }
