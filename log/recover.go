@@ -33,7 +33,8 @@ type RecoveryReport struct {
 // recover finds the end of the log and replays entries to visit.
 //
 // After a clean stop the checkpoint's end is trusted and entries are only
-// read (and still verified) from replayFrom. After a crash every entry from
+// read (and still verified) from replayFrom; when replayFrom is that end,
+// nothing is read. After a crash every entry from
 // the start of the file holding min(durable, replayFrom) is verified. The
 // first invalid entry at or after the durable position starts a torn tail,
 // cut off with everything after it: past that point a power loss may have
@@ -82,7 +83,17 @@ func (l *CommitLog) recover(cp Checkpoint, found, crashed bool, replayFrom int64
 	replayFrom = min(max(replayFrom, first), limit)
 	start := alignDown(min(durable, replayFrom), l.cfg.FileSize)
 	if !crashed {
+		// Entries are parsed from the start of a file (the only boundary
+		// known without an index), so replaying from the middle of one
+		// reads its first part too.
 		start = alignDown(replayFrom, l.cfg.FileSize)
+		if replayFrom >= limit {
+			// Nothing to replay, and the end is trusted: reading the
+			// last file up to it would fault in up to a whole file
+			// (128 MiB by default) of mapping for nothing, which made
+			// start-up after a clean stop grow with the file size.
+			start = limit
+		}
 	}
 	r.ScannedFrom = start
 

@@ -273,3 +273,40 @@ func TestShortFileBelowDurableIsCorruption(t *testing.T) {
 	}
 	checkPrefix(t, got, res[:3])
 }
+
+// TestCleanOpenAtEndReadsNothing: after a clean stop, opening with
+// nothing to replay (replayFrom at the end, as the partition store does
+// after a clean stop) reads no entry of the last file, and the log is
+// whole: every entry reads back and appends go on at the end.
+func TestCleanOpenAtEndReadsNothing(t *testing.T) {
+	cfg := testConfig(t, 64<<10)
+	l, _, err := Open(cfg, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []AppendResult
+	for i := range 30 {
+		r, err := l.Append(key(i), payload(i, 50+i*13%400))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, r)
+	}
+	end := res[len(res)-1].End()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	visited := 0
+	l, r, err := Open(cfg, end, func(Entry) error { visited++; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if !r.Clean || r.End != end || r.ScannedFrom != end || r.Entries != 0 || visited != 0 {
+		t.Fatalf("report %+v, %d visited; want clean, end %d, nothing scanned or visited", r, visited, end)
+	}
+	checkPrefix(t, readAll(t, l, 0), res)
+	if next, err := l.Append(key(30), payload(30, 50)); err != nil || next.Pos != end {
+		t.Fatalf("append after reopen at %d (%v), want %d", next.Pos, err, end)
+	}
+}
