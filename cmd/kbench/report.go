@@ -168,11 +168,7 @@ func (r *results) printRatios(w io.Writer, rep report, cases, brokers []string) 
 			for _, c := range rep.cols {
 				a := median(r.values(rep.workload, cs, p.a, c.key))
 				b := median(r.values(rep.workload, cs, p.b, c.key))
-				ratio := format(a/b, 2)
-				if ratio != "–" {
-					ratio += "×"
-				}
-				row = append(row, ratio)
+				row = append(row, formatRatio(a/b))
 			}
 			rows = append(rows, row)
 		}
@@ -246,6 +242,19 @@ func format(v float64, digits int) string {
 		out += "." + frac
 	}
 	return out
+}
+
+// formatRatio prints a ratio of medians as "0.42×", or as "1/250" when
+// it is below 0.01 (start-up against Kafka), where two decimals would
+// print 0.00×; "–" when it is undefined.
+func formatRatio(r float64) string {
+	switch {
+	case math.IsNaN(r) || math.IsInf(r, 0):
+		return "–"
+	case r > 0 && r < 0.01:
+		return "1/" + format(1/r, 0)
+	}
+	return format(r, 2) + "×"
 }
 
 // writeTable writes a Markdown table.

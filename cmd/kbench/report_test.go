@@ -24,6 +24,27 @@ func TestFormat(t *testing.T) {
 	}
 }
 
+func TestFormatRatio(t *testing.T) {
+	for _, c := range []struct {
+		r    float64
+		want string
+	}{
+		{0.4249, "0.42×"},
+		{5.52, "5.52×"},
+		{0.01, "0.01×"},
+		{0.0031, "1/323"},
+		{47.5 / 15183.6, "1/320"},
+		{0.00001, "1/100,000"},
+		{0, "0.00×"},
+		{math.NaN(), "–"},
+		{math.Inf(1), "–"},
+	} {
+		if got := formatRatio(c.r); got != c.want {
+			t.Errorf("formatRatio(%v) = %q, want %q", c.r, got, c.want)
+		}
+	}
+}
+
 func TestSlugAndRotate(t *testing.T) {
 	if got := slug("direct, 1 KiB × 1 partition"); got != "direct-1-KiB-1-partition" {
 		t.Errorf("slug = %q", got)
