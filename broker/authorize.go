@@ -43,7 +43,7 @@ func (b *Broker) allowed(c *conn, op kmsg.ACLOperation, typ kmsg.ACLResourceType
 	if az == nil {
 		return true
 	}
-	if az.Authorize(c.principal, c.ip, op, typ, name) {
+	if az.Authorize(c.principal, c.host, op, typ, name) {
 		return true
 	}
 	c.lg.Info("authorization denied", zap.String("principal", c.principal), zap.Stringer("operation", op),
@@ -60,18 +60,19 @@ func (b *Broker) allowedCluster(c *conn, op kmsg.ACLOperation) bool {
 // supported operation without an authorizer.
 func (b *Broker) authorizedOps(c *conn, typ kmsg.ACLResourceType, name string) int32 {
 	if az := b.security.authz; az != nil {
-		return az.Operations(c.principal, c.ip, typ, name)
+		return az.Operations(c.principal, c.host, typ, name)
 	}
 	return acl.AllOperations(typ)
 }
 
-// connIP is the peer's IP, which host-restricted ACLs match.
-func connIP(nc net.Conn) net.IP {
+// connHost is the peer's IP address as Kafka prints it
+// (acl.HostAddress), which host-restricted ACLs are matched against.
+func connHost(nc net.Conn) string {
 	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
-		return a.IP
+		return acl.HostAddress(a.IP)
 	}
 	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
-	return net.ParseIP(host)
+	return acl.HostAddress(net.ParseIP(host))
 }
 
 // clusterOps is the cluster's authorized operations for c: 0 without
@@ -90,7 +91,7 @@ func (b *Broker) idempotentAllowed(c *conn) bool {
 	if az == nil || b.allowedCluster(c, opIdempotentWrite) {
 		return true
 	}
-	return az.AuthorizeAny(c.principal, c.ip, opWrite, resTopic)
+	return az.AuthorizeAny(c.principal, c.host, opWrite, resTopic)
 }
 
 // configsAllowed is the check of Describe/Alter/IncrementalAlterConfigs

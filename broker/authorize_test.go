@@ -258,3 +258,42 @@ func TestACLsPerAPIFamily(t *testing.T) {
 		t.Fatalf("after restart, alice produce: %v", err)
 	}
 }
+
+// ACL hosts are matched as Kafka's StandardAuthorizer matches them: the
+// string against the client's address string. A host name is stored, and
+// listed back, but never allows a client, even one connecting from the
+// address the name resolves to.
+func TestACLHostIsAnAddressString(t *testing.T) {
+	t.Parallel()
+	srv := aclServer(t, "")
+	ctx := testCtx(t)
+	admin := kadm.NewClient(userClient(t, srv, "admin"))
+	for _, name := range []string{"by-name", "by-ip"} {
+		if _, err := admin.CreateTopic(ctx, 1, 1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for topic, host := range map[string]string{"by-name": "localhost", "by-ip": "127.0.0.1"} {
+		res, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts(host).
+			Topics(topic).Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral))
+		if err != nil || len(res) != 1 || res[0].Err != nil {
+			t.Fatalf("create ACL with host %q: %v %+v", host, err, res)
+		}
+	}
+	described, err := admin.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow("User:alice").AllowHosts("localhost").
+		Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	if err != nil || len(described) != 1 || len(described[0].Described) != 1 {
+		t.Fatalf("describe the host-name ACL: %v %+v", err, described)
+	}
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, userClient(t, srv, "alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, mt := range md.Topics {
+		seen = append(seen, *mt.Topic)
+	}
+	if len(seen) != 1 || seen[0] != "by-ip" {
+		t.Fatalf("alice from 127.0.0.1 sees %v, want [by-ip] (a host-name ACL never matches)", seen)
+	}
+}

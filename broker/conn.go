@@ -72,8 +72,9 @@ type conn struct {
 	principal string
 	// auth is the SASL state on SASL listeners, nil elsewhere.
 	auth *saslState
-	// ip is the peer's address, which host-restricted ACLs match.
-	ip net.IP
+	// host is the peer's IP address as Kafka prints it, which
+	// host-restricted ACLs match (acl.HostAddress).
+	host string
 }
 
 // outgoing is one response waiting to be written.
@@ -97,7 +98,7 @@ func newConn(b *Broker, l *listener, nc net.Conn) *conn {
 		ctx:       ctx,
 		cancel:    cancel,
 		principal: anonymous,
-		ip:        connIP(nc),
+		host:      connHost(nc),
 	}
 	if l.sasl() {
 		c.auth = &saslState{deadline: time.Now().Add(b.authTimeout())}

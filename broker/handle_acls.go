@@ -17,8 +17,8 @@ package broker
 // INVALID_REQUEST; creating an existing binding is a successful no-op.
 // Changes are durable before the answer. v0 knows no pattern type: LITERAL.
 //
-// Deviations from Apache Kafka: hosts must be IP addresses or "*" (Kafka
-// accepts any string and then only matches literal IP strings).
+// Hosts are any string, as in Kafka; only "*" and the client's address
+// string as Kafka prints it ever match (security/acl).
 
 import (
 	"errors"

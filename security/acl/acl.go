@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,15 +74,12 @@ func (b *Binding) Validate() error {
 		return fmt.Errorf("%w: empty resource name", ErrInvalid)
 	case b.ResourceType == kmsg.ACLResourceTypeCluster && b.ResourceName != ClusterName:
 		return fmt.Errorf("%w: the cluster resource is named %s", ErrInvalid, ClusterName)
-	case b.Host == "":
-		return fmt.Errorf("%w: empty host", ErrInvalid)
 	}
 	if typ, name, ok := strings.Cut(b.Principal, ":"); !ok || typ == "" || name == "" {
 		return fmt.Errorf("%w: principal %q is not Type:name", ErrInvalid, b.Principal)
 	}
-	if b.Host != Wildcard && net.ParseIP(b.Host) == nil {
-		return fmt.Errorf("%w: host %q is not an IP address or *", ErrInvalid, b.Host)
-	}
+	// The host is not checked, as in Kafka: any string is stored, and
+	// one that is not an address as HostAddress prints it never matches.
 	return nil
 }
 
@@ -155,13 +153,35 @@ func implies(granted, op kmsg.ACLOperation) bool {
 	return false
 }
 
-// hostMatches compares a binding's host with the requester's IP.
-func hostMatches(host string, ip net.IP) bool {
-	if host == Wildcard {
-		return true
+// hostMatches compares a binding's host with the requester's address
+// string, as Kafka's StandardAuthorizerData.findResult: "*" or the same
+// string, nothing else (no name resolution, no parsing).
+func hostMatches(host, client string) bool {
+	return host == Wildcard || host == client
+}
+
+// HostAddress is ip as Java's InetAddress.getHostAddress prints it, the
+// string Kafka matches ACL hosts against: dotted quad for IPv4 (IPv4-mapped
+// IPv6 addresses included, which Java turns into IPv4 addresses), and for
+// IPv6 eight groups of lower-case hex without leading zeros and without
+// "::" compression ("::1" is "0:0:0:0:0:0:0:1"). A zone is dropped: kbroker
+// never sees link-local peers in practice, and Java would print the
+// interface's name, which a test could not rely on either. nil is "".
+func HostAddress(ip net.IP) string {
+	if ip4 := ip.To4(); ip4 != nil {
+		return ip4.String()
 	}
-	h := net.ParseIP(host)
-	return h != nil && ip != nil && h.Equal(ip)
+	if len(ip) != net.IPv6len {
+		return ""
+	}
+	buf := make([]byte, 0, 39)
+	for i := 0; i < net.IPv6len; i += 2 {
+		if i > 0 {
+			buf = append(buf, ':')
+		}
+		buf = strconv.AppendUint(buf, uint64(ip[i])<<8|uint64(ip[i+1]), 16)
+	}
+	return string(buf)
 }
 
 // Authorizer decides requests against the stored bindings.
@@ -239,9 +259,10 @@ func encode(bs []Binding) ([]byte, error) {
 // IsSuperUser reports whether principal is in super.users.
 func (a *Authorizer) IsSuperUser(principal string) bool { return a.superUsers[principal] }
 
-// Authorize decides whether principal, connected from ip, may perform op
-// on the resource of type typ named name.
-func (a *Authorizer) Authorize(principal string, ip net.IP, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+// Authorize decides whether principal, connected from host (its address
+// as HostAddress prints it), may perform op on the resource of type typ
+// named name.
+func (a *Authorizer) Authorize(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
 	if a.superUsers[principal] {
 		return true
 	}
@@ -252,7 +273,7 @@ func (a *Authorizer) Authorize(principal string, ip net.IP, op kmsg.ACLOperation
 			continue
 		}
 		candidates = true
-		if b.Principal != principal && b.Principal != WildcardPrincipal || !hostMatches(b.Host, ip) {
+		if b.Principal != principal && b.Principal != WildcardPrincipal || !hostMatches(b.Host, host) {
 			continue
 		}
 		switch b.Permission {
@@ -274,14 +295,14 @@ func (a *Authorizer) Authorize(principal string, ip net.IP, op kmsg.ACLOperation
 // of type typ (Kafka's authorizeByResourceType, used by InitProducerId
 // for KIP-679): an ALLOW for op (or ALL) on a literal or prefixed pattern
 // not dominated by a DENY on the same literal name or a prefix of it.
-func (a *Authorizer) AuthorizeAny(principal string, ip net.IP, op kmsg.ACLOperation, typ kmsg.ACLResourceType) bool {
+func (a *Authorizer) AuthorizeAny(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType) bool {
 	if a.superUsers[principal] {
 		return true
 	}
 	bs := *a.bindings.Load()
 	applies := func(b *Binding) bool {
 		return b.ResourceType == typ && (b.Principal == principal || b.Principal == WildcardPrincipal) &&
-			hostMatches(b.Host, ip) && (b.Operation == op || b.Operation == kmsg.ACLOperationAll)
+			hostMatches(b.Host, host) && (b.Operation == op || b.Operation == kmsg.ACLOperationAll)
 	}
 	any := false
 	var denyLiteral, denyPrefix []string
@@ -365,10 +386,10 @@ func AllOperations(typ kmsg.ACLResourceType) int32 {
 
 // Operations is the authorized-operations bit field (KIP-430) of a
 // resource for principal: bit n for each supported operation n allowed.
-func (a *Authorizer) Operations(principal string, ip net.IP, typ kmsg.ACLResourceType, name string) int32 {
+func (a *Authorizer) Operations(principal, host string, typ kmsg.ACLResourceType, name string) int32 {
 	var v int32
 	for _, op := range supportedOps[typ] {
-		if a.Authorize(principal, ip, op, typ, name) {
+		if a.Authorize(principal, host, op, typ, name) {
 			v |= 1 << op
 		}
 	}

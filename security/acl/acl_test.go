@@ -48,10 +48,10 @@ func TestAuthorize(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	v4, v6 := net.ParseIP(localV4), net.ParseIP("::1")
+	v4, v6 := localV4, HostAddress(net.ParseIP("::1"))
 	for _, tt := range []struct {
 		principal string
-		ip        net.IP
+		ip        string
 		op        kmsg.ACLOperation
 		name      string
 		want      bool
@@ -152,10 +152,58 @@ func TestFiltersAndPersistence(t *testing.T) {
 		bind(topic, "", lit, aliceP, "*", read, allow),
 		bind(kmsg.ACLResourceTypeCluster, "c", lit, aliceP, "*", read, allow),
 		bind(topic, "x", lit, "alice", "*", read, allow),
-		bind(topic, "x", lit, aliceP, "host.example", read, allow),
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// Hosts match as Kafka's StandardAuthorizer matches them: the binding's
+// string against the client's address string, so a host name, a CIDR or
+// a compressed IPv6 form is accepted and never matches.
+func TestHostMatching(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		ip, want string
+	}{
+		{"127.0.0.1", "127.0.0.1"},
+		{"::ffff:10.1.2.3", "10.1.2.3"}, // IPv4-mapped: Java makes it an Inet4Address
+		{"::1", "0:0:0:0:0:0:0:1"},
+		{"2001:db8::ff00:42:8329", "2001:db8:0:0:0:ff00:42:8329"},
+		{"fe80::0abc:0001", "fe80:0:0:0:0:0:abc:1"},
+	} {
+		if got := HostAddress(net.ParseIP(tt.ip)); got != tt.want {
+			t.Errorf("HostAddress(%s) = %q, want %q", tt.ip, got, tt.want)
+		}
+	}
+	if got := HostAddress(nil); got != "" {
+		t.Errorf("HostAddress(nil) = %q, want empty", got)
+	}
+	a, _ := Open("", "", false)
+	hosts := []string{"localhost", "127.0.0.0/8", "::1", "0:0:0:0:0:0:0:1", "10.0.0.9"}
+	for _, h := range hosts {
+		b := bind(topic, "t-"+h, lit, aliceP, h, read, allow)
+		if err := b.Validate(); err != nil {
+			t.Fatalf("host %q refused (Kafka stores any host string): %v", h, err)
+		}
+		if err := a.Create([]Binding{b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		host, client string
+		want         bool
+	}{
+		{"localhost", "127.0.0.1", false},
+		{"127.0.0.0/8", "127.0.0.1", false},
+		{"::1", HostAddress(net.ParseIP("::1")), false},
+		{"0:0:0:0:0:0:0:1", HostAddress(net.ParseIP("::1")), true},
+		{"10.0.0.9", "10.0.0.9", true},
+		{"10.0.0.9", "10.0.0.10", false},
+	} {
+		if got := a.Authorize(aliceP, tt.client, read, topic, "t-"+tt.host); got != tt.want {
+			t.Errorf("ACL host %q, client %s: allowed %v, want %v", tt.host, tt.client, got, tt.want)
 		}
 	}
 }
