@@ -278,6 +278,9 @@ func (c *conn) handleFrame(frame []byte) error {
 	}
 	if c.auth != nil {
 		if err := c.gateSASL(&h); err != nil {
+			if errors.Is(err, errAnswerIllegalSASLState) {
+				return c.answerIllegalSASLState(&h, rest)
+			}
 			return err
 		}
 	}

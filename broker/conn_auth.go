@@ -16,20 +16,25 @@ package broker
 // shared budget. After complete, a request other than SaslHandshake that
 // arrives once the session expired closes the connection (KIP-368).
 //
-// Deviation from Apache Kafka: during authenticate, a request other than
-// SaslAuthenticate closes the connection without an answer; Kafka first
-// sends that API's error response with ILLEGAL_SASL_STATE.
+// During authenticate, a request other than SaslAuthenticate is parsed
+// and answered with that API's error response carrying
+// ILLEGAL_SASL_STATE, then the connection closes, as Kafka's
+// SaslServerAuthenticator.handleSaslToken does (an unknown version or an
+// unreadable body closes without an answer, as there).
 
 import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/kbroker/kbroker/fault"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/security/authn"
 )
@@ -78,6 +83,9 @@ type saslState struct {
 var (
 	errIllegalSASLState = errors.New("broker: request not allowed in this SASL state")
 	errSessionExpired   = errors.New("broker: SASL session expired")
+	// errAnswerIllegalSASLState asks handleFrame to answer the request
+	// with ILLEGAL_SASL_STATE (answerIllegalSASLState), then close.
+	errAnswerIllegalSASLState = errors.New("broker: request other than SaslAuthenticate during a SASL exchange")
 	// errCloseAfterResponse is returned by a handler whose response must
 	// be sent and then the connection closed (failed logins, refused
 	// mechanisms).
@@ -144,6 +152,7 @@ func (c *conn) gateSASL(h *protocol.Header) error {
 		if h.Key == 36 {
 			return nil
 		}
+		return errAnswerIllegalSASLState
 	}
 	c.lg.Info("closing connection: request before authentication",
 		zap.String("api", kmsg.NameForKey(h.Key)), zap.Int16("key", h.Key))
@@ -227,4 +236,105 @@ func authFailure(err error) (int16, string) {
 		return kerr.SaslAuthenticationFailed.Code, ae.Public
 	}
 	return kerr.SaslAuthenticationFailed.Code, "Authentication failed"
+}
+
+// answerIllegalSASLState answers a request that came during a SASL
+// exchange in place of SaslAuthenticate with its API's error response
+// (ILLEGAL_SASL_STATE), and returns the error that then closes the
+// connection. Like Kafka, it parses the body first: a version the broker
+// does not serve or an unreadable body closes without an answer.
+func (c *conn) answerIllegalSASLState(h *protocol.Header, body []byte) error {
+	name := kmsg.NameForKey(h.Key)
+	c.lg.Info("closing connection: request during a SASL exchange", zap.String("api", name), zap.Int16("key", h.Key))
+	if c.b.idx.lookup(h.Key, h.Version) == nil {
+		return errIllegalSASLState
+	}
+	req, err := protocol.ParseBody(*h, body)
+	if err != nil {
+		return errIllegalSASLState
+	}
+	msg := fmt.Sprintf("Unexpected Kafka request of type %s during SASL authentication.", name)
+	resp := illegalSASLStateResponse(req, msg)
+	if resp == nil {
+		return errIllegalSASLState
+	}
+	if err := c.enqueue(h.CorrelationID, result{resp: resp}, timing{}); err != nil {
+		return err
+	}
+	return errIllegalSASLState
+}
+
+// illegalSASLStateResponse is req's error response with
+// ILLEGAL_SASL_STATE, as Kafka's AbstractRequest.getErrorResponse builds
+// it: the code on every partition of the data APIs, and on the group and
+// transaction APIs as a fault rule answers them; for other APIs, the
+// response's top-level error code and message. nil for an API whose
+// response has no place for an error code.
+func illegalSASLStateResponse(req kmsg.Request, msg string) kmsg.Response {
+	code := kerr.IllegalSaslState.Code
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		resp := r.ResponseKind().(*kmsg.ProduceResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.FetchRequest:
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = code
+		for _, t := range r.Topics {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.ListOffsetsRequest:
+		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewListOffsetsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewListOffsetsResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.MetadataRequest:
+		resp := r.ResponseKind().(*kmsg.MetadataResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, code
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	if resp := injectedResponse(req, &fault.Decision{Error: code}); resp != nil {
+		return resp
+	}
+	resp := req.ResponseKind()
+	v := reflect.ValueOf(resp).Elem()
+	ec := v.FieldByName("ErrorCode")
+	if !ec.IsValid() || ec.Kind() != reflect.Int16 {
+		return nil
+	}
+	ec.SetInt(int64(code))
+	if em := v.FieldByName("ErrorMessage"); em.IsValid() && em.Type() == reflect.TypeFor[*string]() {
+		em.Set(reflect.ValueOf(&msg))
+	}
+	return resp
 }

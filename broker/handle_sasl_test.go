@@ -209,15 +209,62 @@ func TestSASLGateBeforeAuthentication(t *testing.T) {
 		c.send(av)
 		expectClosed(t, c)
 	})
-	t.Run("produce during authenticate", func(t *testing.T) {
+	// During the exchange, another request gets its API's error answer
+	// with ILLEGAL_SASL_STATE (Kafka's handleSaslToken), then the
+	// connection closes.
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version, produce.Acks, produce.TimeoutMillis = 9, -1, 1000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "t"
+	pt.Partitions = append(pt.Partitions, kmsg.NewProduceRequestTopicPartition())
+	produce.Topics = append(produce.Topics, pt)
+	metadata := kmsg.NewPtrMetadataRequest()
+	metadata.Version = 12
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("t")
+	metadata.Topics = append(metadata.Topics, mt)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group, join.ProtocolType = 9, "g", "consumer"
+	describeACLs := kmsg.NewPtrDescribeACLsRequest()
+	describeACLs.Version = 3
+	for _, tt := range []struct {
+		req   kmsg.Request
+		check func(kmsg.Response) []int16
+	}{
+		{produce, func(r kmsg.Response) []int16 {
+			return []int16{r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode}
+		}},
+		{metadata, func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.MetadataResponse).Topics[0].ErrorCode} }},
+		{join, func(r kmsg.Response) []int16 { return []int16{r.(*kmsg.JoinGroupResponse).ErrorCode} }},
+		{describeACLs, func(r kmsg.Response) []int16 {
+			if m := r.(*kmsg.DescribeACLsResponse).ErrorMessage; m == nil || !strings.Contains(*m, "DescribeACLs") {
+				t.Errorf("DescribeACLs error message %v, want one naming the request", m)
+			}
+			return []int16{r.(*kmsg.DescribeACLsResponse).ErrorCode}
+		}},
+	} {
+		t.Run(kmsg.NameForKey(tt.req.Key())+" during authenticate", func(t *testing.T) {
+			c := dialListener(t, srv, "SASL_PLAINTEXT")
+			hs := kmsg.NewPtrSASLHandshakeRequest()
+			hs.Version, hs.Mechanism = 1, "PLAIN"
+			if r := c.recv(hs, c.send(hs), 5*time.Second).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+				t.Fatalf("handshake: %v", kerr.ErrorForCode(r.ErrorCode))
+			}
+			for _, code := range tt.check(c.recv(tt.req, c.send(tt.req), 5*time.Second)) {
+				if code != kerr.IllegalSaslState.Code {
+					t.Fatalf("error code %v, want ILLEGAL_SASL_STATE", kerr.ErrorForCode(code))
+				}
+			}
+			expectClosed(t, c)
+		})
+	}
+	t.Run("unsupported version during authenticate", func(t *testing.T) {
 		c := dialListener(t, srv, "SASL_PLAINTEXT")
 		hs := kmsg.NewPtrSASLHandshakeRequest()
 		hs.Version, hs.Mechanism = 1, "PLAIN"
-		if r := c.recv(hs, c.send(hs), 5*time.Second).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
-			t.Fatalf("handshake: %v", kerr.ErrorForCode(r.ErrorCode))
-		}
+		c.recv(hs, c.send(hs), 5*time.Second)
 		p := kmsg.NewPtrProduceRequest()
-		p.Version = 9
+		p.Version = 2 // below what the broker serves: closed without an answer, as Kafka's parse fails
 		c.send(p)
 		expectClosed(t, c)
 	})
