@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/testpki"
 	"github.com/kbroker/kbroker/partition"
 	"github.com/kbroker/kbroker/protocol"
 )
@@ -217,7 +218,7 @@ func BenchmarkParkedFetches(b *testing.B) {
 // copied out of the mapping, then encrypted by crypto/tls; the client
 // decrypts, as a real one would).
 func BenchmarkFetchTLS(b *testing.B) {
-	p := newTestPKI(b)
+	p := testpki.New(b)
 	for _, listener := range []string{"PLAINTEXT", "SSL"} {
 		b.Run("listener="+listener, func(b *testing.B) {
 			srv, _ := tlsServer(b, p, "none", nil)
@@ -239,7 +240,7 @@ func BenchmarkFetchTLS(b *testing.B) {
 			}
 			defer nc.Close()
 			if listener == "SSL" {
-				tc := tls.Client(nc, &tls.Config{RootCAs: p.pool, ServerName: "127.0.0.1"})
+				tc := tls.Client(nc, &tls.Config{RootCAs: p.Pool, ServerName: "127.0.0.1"})
 				if err := tc.Handshake(); err != nil {
 					b.Fatal(err)
 				}

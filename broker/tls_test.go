@@ -3,17 +3,10 @@ package broker
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,74 +15,21 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/kbroker/kbroker/internal/testpki"
 )
-
-// testPKI is a CA, a server certificate for 127.0.0.1 and a client
-// certificate, written as PEM files.
-type testPKI struct {
-	caFile, serverFile string // serverFile holds key and chain (Kafka's PEM keystore)
-	pool               *x509.CertPool
-	client             tls.Certificate
-	clientDN           string
-}
-
-func newTestPKI(t testing.TB) *testPKI {
-	t.Helper()
-	dir := t.TempDir()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kbroker test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	issue := func(serial int64, subject pkix.Name, usage x509.ExtKeyUsage, ips []net.IP) ([]byte, []byte) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: subject, IPAddresses: ips,
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			ExtKeyUsage: []x509.ExtKeyUsage{usage}, KeyUsage: x509.KeyUsageDigitalSignature,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, _ := x509.MarshalPKCS8PrivateKey(key)
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
-	}
-	p := &testPKI{caFile: filepath.Join(dir, "ca.pem"), serverFile: filepath.Join(dir, "server.pem"), pool: x509.NewCertPool()}
-	p.pool.AddCert(ca)
-	if err := os.WriteFile(p.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cert, key := issue(2, pkix.Name{CommonName: "localhost"}, x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
-	if err := os.WriteFile(p.serverFile, append(key, cert...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ccert, ckey := issue(3, pkix.Name{CommonName: "app", OrganizationalUnit: []string{"eng"}, Organization: []string{"kbroker, inc"}}, x509.ExtKeyUsageClientAuth, nil)
-	if p.client, err = tls.X509KeyPair(ccert, ckey); err != nil {
-		t.Fatal(err)
-	}
-	p.clientDN = `CN=app,OU=eng,O=kbroker\, inc`
-	return p
-}
 
 // tlsServer starts a broker with PLAINTEXT, SSL and SASL_SSL listeners;
 // logs at debug go to the returned observer as well.
-func tlsServer(t testing.TB, p *testPKI, clientAuth string, edit func(*Config)) (*InProcess, *observer.ObservedLogs) {
+func tlsServer(t testing.TB, p *testpki.PKI, clientAuth string, edit func(*Config)) (*InProcess, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	ip, err := StartInProcess(t.TempDir(), func(c *Config) {
 		c.Listen = "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
 		c.SASLEnabledMechanisms = "SCRAM-SHA-512,PLAIN"
 		c.SASLUsers = "alice:alice-secret"
-		c.SSLKeystoreLocation = p.serverFile
-		c.SSLTruststoreLocation = p.caFile
+		c.SSLKeystoreLocation = p.ServerKeystore
+		c.SSLTruststoreLocation = p.CAFile
 		c.SSLClientAuth = clientAuth
 		c.TLSHandshakeTimeout = 2 * time.Second
 		if edit != nil {
@@ -134,9 +74,9 @@ func principals(logs *observer.ObservedLogs) []string {
 // sendfile.
 func TestTLSProduceFetchCopies(t *testing.T) {
 	t.Parallel()
-	p := newTestPKI(t)
+	p := testpki.New(t)
 	srv, logs := tlsServer(t, p, "none", func(c *Config) { c.MessageMaxBytes = 3 << 20 })
-	cl := tlsClient(t, srv, "SSL", &tls.Config{RootCAs: p.pool}, kgo.DefaultProduceTopic("tls"),
+	cl := tlsClient(t, srv, "SSL", &tls.Config{RootCAs: p.Pool}, kgo.DefaultProduceTopic("tls"),
 		kgo.ConsumeTopics("tls"), kgo.ProducerBatchMaxBytes(3<<20), kgo.FetchMaxBytes(8<<20), kgo.FetchMaxPartitionBytes(8<<20))
 	ctx := testCtx(t)
 	var want [][]byte
@@ -172,14 +112,14 @@ func TestTLSProduceFetchCopies(t *testing.T) {
 
 func TestTLSClientAuth(t *testing.T) {
 	t.Parallel()
-	p := newTestPKI(t)
+	p := testpki.New(t)
 	ping := func(cl *kgo.Client) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		return cl.Ping(ctx)
 	}
-	withCert := &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{p.client}}
-	noCert := &tls.Config{RootCAs: p.pool}
+	withCert := &tls.Config{RootCAs: p.Pool, Certificates: []tls.Certificate{p.Client}}
+	noCert := &tls.Config{RootCAs: p.Pool}
 
 	t.Run("required", func(t *testing.T) {
 		t.Parallel()
@@ -206,8 +146,8 @@ func TestTLSClientAuth(t *testing.T) {
 			t.Fatalf("certificate, requested: %v", err)
 		}
 		ps := principals(logs)
-		if len(ps) < 2 || ps[0] != anonymous || ps[len(ps)-1] != "User:"+p.clientDN {
-			t.Fatalf("principals %v, want %s then User:%s", ps, anonymous, p.clientDN)
+		if len(ps) < 2 || ps[0] != anonymous || ps[len(ps)-1] != "User:"+testpki.ClientDN {
+			t.Fatalf("principals %v, want %s then User:%s", ps, anonymous, testpki.ClientDN)
 		}
 	})
 	t.Run("untrusted server", func(t *testing.T) {

@@ -16,10 +16,11 @@ import (
 	ckafka "github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/internal/testpki"
 )
 
 // confluentSecure adds security settings to a confluent config.
-func confluentSecure(cfg ckafka.ConfigMap, p *secPKI, protocol, mech, user, pass string) ckafka.ConfigMap {
+func confluentSecure(cfg ckafka.ConfigMap, p *testpki.PKI, protocol, mech, user, pass string) ckafka.ConfigMap {
 	cfg["security.protocol"] = protocol
 	if mech != "" {
 		cfg["sasl.mechanisms"] = mech
@@ -28,7 +29,7 @@ func confluentSecure(cfg ckafka.ConfigMap, p *secPKI, protocol, mech, user, pass
 		cfg["sasl.username"], cfg["sasl.password"] = user, pass
 	}
 	if strings.HasSuffix(protocol, "SSL") {
-		cfg["ssl.ca.location"] = p.caFile
+		cfg["ssl.ca.location"] = p.CAFile
 	}
 	return cfg
 }
@@ -102,7 +103,7 @@ func confluentRoundTrip(t *testing.T, addr string, secure func(ckafka.ConfigMap)
 
 func TestSecurityConfluent(t *testing.T) {
 	t.Parallel()
-	p := newSecPKI(t)
+	p := testpki.New(t)
 	b := secBroker(t, p, nil)
 	t.Run("scram-sha-512 over SASL_SSL", func(t *testing.T) {
 		confluentRoundTrip(t, b.listener("SASL_SSL"), func(cfg ckafka.ConfigMap) ckafka.ConfigMap {
@@ -141,7 +142,7 @@ func TestSecurityConfluent(t *testing.T) {
 // consuming over several session lifetimes on its connections.
 func TestSecurityConfluentReauthentication(t *testing.T) {
 	t.Parallel()
-	p := newSecPKI(t)
+	p := testpki.New(t)
 	b := secBroker(t, p, func(c *broker.Config) { c.ConnectionsMaxReauth = 2 * time.Second })
 	confluentRoundTrip(t, b.listener("SASL_PLAINTEXT"), func(cfg ckafka.ConfigMap) ckafka.ConfigMap {
 		return confluentSecure(cfg, p, "SASL_PLAINTEXT", "SCRAM-SHA-256", "alice", "alice-secret")

@@ -31,17 +31,18 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/internal/testpki"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // kcatSecurity are the -X settings of a librdkafka client on a listener.
-func kcatSecurity(p *secPKI, protocol, mech, user, pass string) []string {
+func kcatSecurity(p *testpki.PKI, protocol, mech, user, pass string) []string {
 	args := []string{"-X", "security.protocol=" + protocol}
 	if mech != "" {
 		args = append(args, "-X", "sasl.mechanisms="+mech, "-X", "sasl.username="+user, "-X", "sasl.password="+pass)
 	}
 	if strings.HasSuffix(protocol, "SSL") {
-		args = append(args, "-X", "ssl.ca.location="+p.caFile)
+		args = append(args, "-X", "ssl.ca.location="+p.CAFile)
 	}
 	return args
 }
@@ -49,7 +50,7 @@ func kcatSecurity(p *secPKI, protocol, mech, user, pass string) []string {
 func TestSecurityKcat(t *testing.T) {
 	t.Parallel()
 	kcatPath(t)
-	p := newSecPKI(t)
+	p := testpki.New(t)
 	b := secBroker(t, p, nil)
 	for _, tt := range []struct {
 		listener, protocol, mech string
@@ -88,7 +89,7 @@ func TestSecurityKcat(t *testing.T) {
 
 func TestSecuritySarama(t *testing.T) {
 	t.Parallel()
-	p := newSecPKI(t)
+	p := testpki.New(t)
 	b := secBroker(t, p, nil)
 	for _, tt := range []struct {
 		name     string
@@ -117,7 +118,7 @@ func TestSecuritySarama(t *testing.T) {
 				cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{sha512: sha512} }
 			}
 			if tt.tls {
-				cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, p.clientTLS()
+				cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, p.ClientTLS(false)
 			}
 			topic := topicName(t)
 			prod, err := sarama.NewSyncProducer([]string{b.listener(tt.listener)}, cfg)
@@ -245,7 +246,7 @@ func TestSecurityHostileHandshakes(t *testing.T) {
 	// Not parallel: the heap bound below is measured in this process, and
 	// parallel tests' clients and brokers would count against it (it once
 	// saw 120 MiB of other tests' heap).
-	p := newSecPKI(t)
+	p := testpki.New(t)
 	b := secBroker(t, p, func(c *broker.Config) {
 		c.TLSHandshakeTimeout = 2 * time.Second
 		c.FailedAuthenticationDelay = time.Millisecond
