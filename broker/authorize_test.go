@@ -297,3 +297,63 @@ func TestACLHostIsAnAddressString(t *testing.T) {
 		t.Fatalf("alice from 127.0.0.1 sees %v, want [by-ip] (a host-name ACL never matches)", seen)
 	}
 }
+
+// CreateAcls and DeleteAcls answer per entry: every entry fails without
+// ALTER on the cluster; an invalid entry fails alone with INVALID_REQUEST
+// while the others take effect.
+func TestACLWritesPerEntry(t *testing.T) {
+	t.Parallel()
+	srv := aclServer(t, "")
+	ctx := testCtx(t)
+	admin, bob := userClient(t, srv, "admin"), userClient(t, srv, "bob")
+	creation := func(principal string) kmsg.CreateACLsRequestCreation {
+		cr := kmsg.NewCreateACLsRequestCreation()
+		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeLiteral
+		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = principal, "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		return cr
+	}
+	create := kmsg.NewPtrCreateACLsRequest()
+	create.Creations = []kmsg.CreateACLsRequestCreation{creation("User:alice"), creation("no-colon"), creation("User:carol")}
+	filter := func(typ kmsg.ACLResourceType) kmsg.DeleteACLsRequestFilter {
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourcePatternType = typ, kmsg.ACLResourcePatternTypeAny
+		f.Principal, f.Operation, f.PermissionType = kmsg.StringPtr("User:carol"), kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		return f
+	}
+	del := kmsg.NewPtrDeleteACLsRequest()
+	del.Filters = []kmsg.DeleteACLsRequestFilter{filter(kmsg.ACLResourceTypeUnknown), filter(kmsg.ACLResourceTypeAny)}
+
+	cr, err := create.RequestWith(ctx, bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range cr.Results {
+		if r.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+			t.Fatalf("bob's creation %d: %v, want CLUSTER_AUTHORIZATION_FAILED", i, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	dr, err := del.RequestWith(ctx, bob)
+	if err != nil || len(dr.Results) != 2 || dr.Results[1].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("bob's deletion: %v %+v, want CLUSTER_AUTHORIZATION_FAILED per filter", err, dr)
+	}
+
+	if cr, err = create.RequestWith(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	if got := []int16{cr.Results[0].ErrorCode, cr.Results[1].ErrorCode, cr.Results[2].ErrorCode}; got[0] != 0 || got[1] != kerr.InvalidRequest.Code || got[2] != 0 {
+		t.Fatalf("admin's creations: codes %v, want [0 %d 0]", got, kerr.InvalidRequest.Code)
+	}
+	if dr, err = del.RequestWith(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	if dr.Results[0].ErrorCode != kerr.InvalidRequest.Code || dr.Results[1].ErrorCode != 0 || len(dr.Results[1].MatchingACLs) != 1 {
+		t.Fatalf("admin's deletion: %+v, want INVALID_REQUEST then carol's one ACL", dr.Results)
+	}
+	dreq := kmsg.NewPtrDescribeACLsRequest()
+	dreq.ResourceType, dreq.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	dreq.Operation, dreq.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	described, err := dreq.RequestWith(ctx, admin)
+	if err != nil || len(described.Resources) != 1 || len(described.Resources[0].ACLs) != 1 || described.Resources[0].ACLs[0].Principal != "User:alice" {
+		t.Fatalf("ACLs left: %v %+v, want alice's only", err, described)
+	}
+}

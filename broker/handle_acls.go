@@ -78,44 +78,28 @@ func (b *Broker) handleDescribeAcls(c *conn, req *kmsg.DescribeACLsRequest) (res
 
 func (b *Broker) handleCreateAcls(c *conn, req *kmsg.CreateACLsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-	az := b.security.authz
-	fail := func(code int16, msg *string) {
-		for range req.Creations {
-			r := kmsg.NewCreateACLsResponseResult()
-			r.ErrorCode, r.ErrorMessage = code, msg
-			resp.Results = append(resp.Results, r)
-		}
-	}
-	switch {
-	case az == nil:
-		fail(kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizer))
-		return respond(resp)
-	case !b.allowedCluster(c, opAlter):
-		fail(kerr.ClusterAuthorizationFailed.Code, nil)
-		return respond(resp)
-	}
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
-	var valid []acl.Binding
-	var at []int
-	for i, cr := range req.Creations {
+	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
+	}
+	setErr := func(i int, code int16, msg *string) {
+		resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
+	}
+	valid, at := aclEntries(b, c, req.Creations, func(cr kmsg.CreateACLsRequestCreation) acl.Binding {
 		bd := acl.Binding{ResourceType: cr.ResourceType, ResourceName: cr.ResourceName, PatternType: cr.ResourcePatternType,
 			Principal: cr.Principal, Host: cr.Host, Operation: cr.Operation, Permission: cr.PermissionType}
 		if req.Version == 0 {
 			bd.PatternType = kmsg.ACLResourcePatternTypeLiteral
 		}
-		if err := bd.Validate(); err != nil {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
-			continue
-		}
-		valid, at = append(valid, bd), append(at, i)
+		return bd
+	}, setErr)
+	if len(valid) == 0 {
+		return respond(resp)
 	}
-	if len(valid) > 0 {
-		if err := az.Create(valid); err != nil {
-			b.lg.Error("create ACLs", zap.Error(err))
-			for _, i := range at {
-				resp.Results[i].ErrorCode = kerr.UnknownServerError.Code
-			}
+	if err := b.security.authz.Create(valid); err != nil {
+		b.lg.Error("create ACLs", zap.Error(err))
+		for _, i := range at {
+			setErr(i, kerr.UnknownServerError.Code, nil)
 		}
 	}
 	return respond(resp)
@@ -123,39 +107,25 @@ func (b *Broker) handleCreateAcls(c *conn, req *kmsg.CreateACLsRequest) (result,
 
 func (b *Broker) handleDeleteAcls(c *conn, req *kmsg.DeleteACLsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-	az := b.security.authz
-	fail := func(code int16, msg *string) {
-		for range req.Filters {
-			r := kmsg.NewDeleteACLsResponseResult()
-			r.ErrorCode, r.ErrorMessage = code, msg
-			resp.Results = append(resp.Results, r)
-		}
-	}
-	switch {
-	case az == nil:
-		fail(kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizer))
-		return respond(resp)
-	case !b.allowedCluster(c, opAlter):
-		fail(kerr.ClusterAuthorizationFailed.Code, nil)
-		return respond(resp)
-	}
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
-	var filters []acl.Filter
-	var at []int
-	for i, rf := range req.Filters {
+	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
+	}
+	setErr := func(i int, code int16, msg *string) {
+		resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
+	}
+	filters, at := aclEntries(b, c, req.Filters, func(rf kmsg.DeleteACLsRequestFilter) acl.Filter {
 		f := acl.Filter{ResourceType: rf.ResourceType, ResourceName: rf.ResourceName, PatternType: rf.ResourcePatternType,
 			Principal: rf.Principal, Host: rf.Host, Operation: rf.Operation, Permission: rf.PermissionType}
 		if req.Version == 0 {
 			f.PatternType = kmsg.ACLResourcePatternTypeLiteral
 		}
-		if err := f.Validate(); err != nil {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
-			continue
-		}
-		filters, at = append(filters, f), append(at, i)
+		return f
+	}, setErr)
+	if len(filters) == 0 {
+		return respond(resp)
 	}
-	deleted, err := az.Delete(filters)
+	deleted, err := b.security.authz.Delete(filters)
 	if err != nil {
 		code := kerr.UnknownServerError.Code
 		if errors.Is(err, acl.ErrTooManyDeletions) {
@@ -164,7 +134,7 @@ func (b *Broker) handleDeleteAcls(c *conn, req *kmsg.DeleteACLsRequest) (result,
 			b.lg.Error("delete ACLs", zap.Error(err))
 		}
 		for _, i := range at {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, kmsg.StringPtr(err.Error())
+			setErr(i, code, kmsg.StringPtr(err.Error()))
 		}
 		return respond(resp)
 	}
@@ -177,4 +147,41 @@ func (b *Broker) handleDeleteAcls(c *conn, req *kmsg.DeleteACLsRequest) (result,
 		}
 	}
 	return respond(resp)
+}
+
+// aclEntries is what CreateAcls and DeleteAcls share: every entry of the
+// request (a binding to create, a filter to delete by) fails with
+// SECURITY_DISABLED without an authorizer, or with
+// CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster; otherwise
+// each entry is converted by conv and validated, an invalid one fails
+// with INVALID_REQUEST and its reason, and the valid ones come back with
+// their positions in the request. setErr records an entry's failure in
+// the response.
+func aclEntries[In, Out any, P interface {
+	*Out
+	Validate() error
+}](b *Broker, c *conn, in []In, conv func(In) Out, setErr func(i int, code int16, msg *string)) (valid []Out, at []int) {
+	var code int16
+	var msg *string
+	switch {
+	case b.security.authz == nil:
+		code, msg = kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizer)
+	case !b.allowedCluster(c, opAlter):
+		code = kerr.ClusterAuthorizationFailed.Code
+	}
+	if code != 0 {
+		for i := range in {
+			setErr(i, code, msg)
+		}
+		return nil, nil
+	}
+	for i, e := range in {
+		out := conv(e)
+		if err := P(&out).Validate(); err != nil {
+			setErr(i, kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error()))
+			continue
+		}
+		valid, at = append(valid, out), append(at, i)
+	}
+	return valid, at
 }
