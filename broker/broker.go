@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -310,18 +309,9 @@ func (b *Broker) Start() error {
 			b.listeners = nil
 			return fmt.Errorf("broker: listen on %s (%s): %w", spec.addr, spec.name, err)
 		}
-		l := &listener{listenerSpec: spec, ln: ln}
+		l := &listener{listenerSpec: spec, ln: ln, sec: b.security.listeners[spec.name]}
 		l.advHost, l.advPort = spec.advertised(ln.Addr().String())
-		switch spec.protocol {
-		case protoSSL:
-			l.tlsConfig = b.security.tlsConfig
-		case protoSASLSSL:
-			// As Kafka: ssl.client.auth applies to SASL_SSL listeners
-			// only when listener-prefixed, which kbroker does not
-			// support; the SASL identity is the principal anyway.
-			l.tlsConfig = b.security.tlsConfig.Clone()
-			l.tlsConfig.ClientAuth = tls.NoClientCert
-		}
+		l.tlsConfig = l.sec.tlsConfig
 		b.listeners = append(b.listeners, l)
 	}
 	for _, l := range b.listeners {
@@ -330,7 +320,7 @@ func (b *Broker) Start() error {
 		b.lg.Info("listening", zap.String("listener", l.name), zap.String("protocol", l.protocol),
 			zap.String("addr", l.ln.Addr().String()),
 			zap.String("advertised", net.JoinHostPort(l.advHost, strconv.Itoa(int(l.advPort)))))
-		if l.protocol == protoSASLPlaintext && slices.Contains(b.security.mechanisms, "PLAIN") {
+		if l.protocol == protoSASLPlaintext && slices.Contains(l.sec.mechanisms, "PLAIN") {
 			b.lg.Warn("SASL PLAIN on a SASL_PLAINTEXT listener sends passwords in clear", zap.String("listener", l.name))
 		}
 	}

@@ -84,13 +84,24 @@ type Config struct {
 	// certificates in PEM, instead of a file.
 	SSLTruststoreCertificates string `kafka:"ssl.truststore.certificates"`
 	// SSLClientAuth is ssl.client.auth: none, requested or required, for
-	// SSL listeners. SASL_SSL listeners never ask for a client
-	// certificate: Kafka applies the setting there only when
-	// listener-prefixed, which kbroker does not support.
+	// SSL listeners. As in Kafka, it applies to a SASL_SSL listener only
+	// listener-prefixed (ListenerOverrides); otherwise SASL_SSL listeners
+	// never ask for a client certificate.
 	SSLClientAuth string `kafka:"ssl.client.auth"`
 	// SSLPrincipalMappingRules is ssl.principal.mapping.rules (KIP-371):
 	// how the subject of a client certificate becomes the principal name.
 	SSLPrincipalMappingRules string `kafka:"ssl.principal.mapping.rules"`
+	// ListenerOverrides are Kafka's per-listener settings, keyed by their
+	// full property name listener.name.<listener>.<property> (the listener
+	// name in lower case, as Kafka writes it): sasl.enabled.mechanisms,
+	// connections.max.reauth.ms (also per mechanism, as
+	// <mechanism>.connections.max.reauth.ms with the mechanism in lower
+	// case), and the ssl.keystore.*, ssl.truststore.*, ssl.client.auth and
+	// ssl.principal.mapping.rules settings. A listener without an override
+	// uses the unprefixed setting; ssl.client.auth applies to a SASL_SSL
+	// listener only through its override, as in Kafka. Set them in the
+	// config file or with --set; Config.Set and Validate check the names.
+	ListenerOverrides map[string]string `kafka:"listener.name.<listener>.<property>"`
 	// AuthorizerClassName is authorizer.class.name: empty for no
 	// authorization (everything allowed; the ACL APIs answer
 	// SECURITY_DISABLED), or Kafka's StandardAuthorizer
@@ -533,6 +544,9 @@ func (c *Config) flushMode() (partition.FlushMode, error) {
 // *.ms properties are. Kafka's listener form "PLAINTEXT://host:port" is
 // accepted for listeners and advertised.listeners.
 func (c *Config) Set(name, value string) error {
+	if strings.HasPrefix(name, listenerPrefix) {
+		return c.setListenerOverride(name, value)
+	}
 	v := reflect.ValueOf(c).Elem()
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
@@ -649,6 +663,10 @@ func (c *Config) Properties() [][2]string {
 		name := t.Field(i).Tag.Get("kafka")
 		var s string
 		switch x := v.Field(i).Interface().(type) {
+		case map[string]string:
+			// ListenerOverrides: one property each, by name.
+			out = append(out, c.listenerOverrideProperties()...)
+			continue
 		case time.Duration:
 			s = strconv.FormatInt(x.Milliseconds(), 10)
 		case float64:

@@ -109,7 +109,7 @@ func (c *conn) startTLS() bool {
 	}
 	c.io, c.tls = tc, true
 	if certs := tc.ConnectionState().PeerCertificates; c.l.protocol == protoSSL && len(certs) > 0 {
-		name, err := c.b.security.mapper.name(subjectDN(certs[0]))
+		name, err := c.l.sec.mapper.name(subjectDN(certs[0]))
 		if err != nil {
 			c.lg.Info("closing connection: client certificate subject not mapped", zap.String("subject", subjectDN(certs[0])), zap.Error(err))
 			return false
@@ -182,7 +182,7 @@ func (c *conn) completeAuth() time.Duration {
 	a := c.auth
 	c.principal = a.ex.Principal()
 	var life time.Duration
-	if m := c.b.cfg.ConnectionsMaxReauth; m > 0 {
+	if m := c.l.sec.sessionLimit(a.mech); m > 0 {
 		life = m
 	}
 	if exp := a.ex.Expiry(); !exp.IsZero() {

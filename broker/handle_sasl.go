@@ -33,7 +33,7 @@ func (b *Broker) handleSaslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) (r
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return respond(resp)
 	}
-	resp.SupportedMechanisms = b.security.mechanisms
+	resp.SupportedMechanisms = c.l.sec.mechanisms
 	reauth := false
 	switch a.stage {
 	case stageStart, stageAfterApiVersions:
@@ -47,7 +47,7 @@ func (b *Broker) handleSaslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) (r
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return result{resp: resp}, errCloseAfterResponse
 	}
-	if !authn.ValidMechanismName(req.Mechanism) || !slices.Contains(b.security.mechanisms, req.Mechanism) {
+	if !authn.ValidMechanismName(req.Mechanism) || !slices.Contains(c.l.sec.mechanisms, req.Mechanism) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		c.lg.Info("closing connection: SASL mechanism not enabled", zap.Bool("printable", authn.ValidMechanismName(req.Mechanism)))
 		return result{resp: resp}, errCloseAfterResponse

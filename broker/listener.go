@@ -60,8 +60,10 @@ type listener struct {
 	advHost string
 	advPort int32
 	// tlsConfig is the server TLS configuration of SSL and SASL_SSL
-	// listeners, nil otherwise.
+	// listeners, nil otherwise (sec.tlsConfig).
 	tlsConfig *tls.Config
+	// sec is the listener's security settings, its overrides applied.
+	sec *listenerSecurity
 	// accepted and refused count this listener's connections, accepted and
 	// closed at accept by the connection limits.
 	accepted, refused atomic.Int64

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -32,43 +31,27 @@ const anonymous = "User:ANONYMOUS"
 
 // security is what connections need to authenticate.
 type security struct {
-	// mechanisms are sasl.enabled.mechanisms.
-	mechanisms []string
 	// store holds the SCRAM credentials (PLAIN is checked against them).
 	store *authn.Store
-	// tlsConfig serves SSL and SASL_SSL listeners; nil without them.
-	tlsConfig *tls.Config
-	// mapper turns a client certificate's subject into a principal name.
-	mapper *principalMapper
+	// listeners are each listener's own settings, by listener name.
+	listeners map[string]*listenerSecurity
 	// authz is the ACL authorizer, nil when authorizer.class.name is
 	// empty (everything allowed).
 	authz *acl.Authorizer
 }
 
-// validateSecurity checks the listener and security settings.
+// validateSecurity checks the listener and security settings: the
+// global ones, the per-listener overrides, and each listener's effective
+// settings against its protocol.
 func (c *Config) validateSecurity() error {
 	specs, err := c.listenerSpecs()
 	if err != nil {
 		return err
 	}
 	var errs []error
-	mechs, err := authn.ParseMechanisms(c.SASLEnabledMechanisms)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	var anySASL, anyTLS bool
-	for _, s := range specs {
-		anySASL = anySASL || s.sasl()
-		anyTLS = anyTLS || s.tls()
-	}
-	if anySASL && len(mechs) == 0 && err == nil {
-		errs = append(errs, errors.New("sasl.enabled.mechanisms: a SASL listener needs at least one of "+strings.Join(authn.Supported, ", ")+" (kbroker has no GSSAPI default)"))
-	}
+	errs = append(errs, c.validateSecuritySettings("")...)
 	if _, err := parseSASLUsers(c.SASLUsers); err != nil {
 		errs = append(errs, err)
-	}
-	if c.ConnectionsMaxReauth < 0 {
-		errs = append(errs, errors.New("connections.max.reauth.ms is negative"))
 	}
 	if c.FailedAuthenticationDelay < 0 {
 		errs = append(errs, errors.New("connection.failed.authentication.delay.ms is negative"))
@@ -76,26 +59,66 @@ func (c *Config) validateSecurity() error {
 	if c.TLSHandshakeTimeout <= 0 {
 		errs = append(errs, errors.New("kbroker.authentication.timeout.ms must be positive"))
 	}
-	switch c.SSLClientAuth {
-	case "none", "requested", "required":
-	default:
-		errs = append(errs, fmt.Errorf("ssl.client.auth %q must be none, requested or required", c.SSLClientAuth))
-	}
-	if !strings.EqualFold(c.SSLKeystoreType, "PEM") || !strings.EqualFold(c.SSLTruststoreType, "PEM") {
-		errs = append(errs, errors.New("ssl.keystore.type and ssl.truststore.type: only PEM is supported (KIP-651)"))
-	}
-	if _, err := parsePrincipalRules(c.SSLPrincipalMappingRules); err != nil {
-		errs = append(errs, err)
-	}
 	switch c.AuthorizerClassName {
 	case "", standardAuthorizer, aclAuthorizer:
 	default:
 		errs = append(errs, fmt.Errorf("authorizer.class.name %q: only %s is supported", c.AuthorizerClassName, standardAuthorizer))
 	}
-	if anyTLS && c.SSLKeystoreLocation == "" && c.SSLKeystoreCertificateChain == "" {
-		errs = append(errs, errors.New("an SSL or SASL_SSL listener needs ssl.keystore.location or ssl.keystore.certificate.chain and ssl.keystore.key"))
+	if err := c.validateListenerOverrides(specs); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, s := range specs {
+		lc, _ := c.forListener(s.name)
+		if hasOverrides(c, s.name) {
+			errs = append(errs, lc.validateSecuritySettings("listener "+s.name+": ")...)
+		}
+		mechs, err := authn.ParseMechanisms(lc.SASLEnabledMechanisms)
+		if s.sasl() && len(mechs) == 0 && err == nil {
+			errs = append(errs, fmt.Errorf("%s: sasl.enabled.mechanisms: a SASL listener needs at least one of %s (kbroker has no GSSAPI default)",
+				s.name, strings.Join(authn.Supported, ", ")))
+		}
+		if s.tls() && lc.SSLKeystoreLocation == "" && lc.SSLKeystoreCertificateChain == "" {
+			errs = append(errs, fmt.Errorf("%s: an SSL or SASL_SSL listener needs ssl.keystore.location or ssl.keystore.certificate.chain and ssl.keystore.key", s.name))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// hasOverrides reports whether c has listener.name.* settings for the
+// listener named name.
+func hasOverrides(c *Config, name string) bool {
+	prefix := listenerPrefix + strings.ToLower(name) + "."
+	for k := range c.ListenerOverrides {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// validateSecuritySettings checks the settings a listener may override;
+// where prefixes each problem (a listener's name, or "" for the global
+// settings).
+func (c *Config) validateSecuritySettings(where string) []error {
+	var errs []error
+	if _, err := authn.ParseMechanisms(c.SASLEnabledMechanisms); err != nil {
+		errs = append(errs, fmt.Errorf("%s%w", where, err))
+	}
+	if c.ConnectionsMaxReauth < 0 {
+		errs = append(errs, errors.New(where+"connections.max.reauth.ms is negative"))
+	}
+	switch c.SSLClientAuth {
+	case "none", "requested", "required":
+	default:
+		errs = append(errs, fmt.Errorf("%sssl.client.auth %q must be none, requested or required", where, c.SSLClientAuth))
+	}
+	if !strings.EqualFold(c.SSLKeystoreType, "PEM") || !strings.EqualFold(c.SSLTruststoreType, "PEM") {
+		errs = append(errs, errors.New(where+"ssl.keystore.type and ssl.truststore.type: only PEM is supported (KIP-651)"))
+	}
+	if _, err := parsePrincipalRules(c.SSLPrincipalMappingRules); err != nil {
+		errs = append(errs, fmt.Errorf("%s%w", where, err))
+	}
+	return errs
 }
 
 // parseSASLUsers parses kbroker.sasl.users: NAME:PASSWORD pairs separated
@@ -120,8 +143,7 @@ func parseSASLUsers(s string) (map[string]string, error) {
 // newSecurity resolves the (validated) settings; metaDir holds the
 // credential store.
 func newSecurity(cfg *Config, metaDir string) (*security, error) {
-	s := &security{}
-	s.mechanisms, _ = authn.ParseMechanisms(cfg.SASLEnabledMechanisms)
+	s := &security{listeners: map[string]*listenerSecurity{}}
 	if err := os.MkdirAll(metaDir, 0o755); err != nil {
 		return nil, fmt.Errorf("metadata directory: %w", err)
 	}
@@ -136,19 +158,18 @@ func newSecurity(cfg *Config, metaDir string) (*security, error) {
 			return nil, fmt.Errorf("seed SASL users: %w", err)
 		}
 	}
-	if s.mapper, err = parsePrincipalRules(cfg.SSLPrincipalMappingRules); err != nil {
-		return nil, err
-	}
 	if cfg.AuthorizerClassName != "" {
 		if s.authz, err = acl.Open(filepath.Join(metaDir, acl.FileName), cfg.SuperUsers, cfg.AllowEveryoneIfNoACLFound); err != nil {
 			return nil, err
 		}
 	}
 	specs, _ := cfg.listenerSpecs()
-	if slices.ContainsFunc(specs, func(l listenerSpec) bool { return l.tls() }) {
-		if s.tlsConfig, err = serverTLSConfig(cfg); err != nil {
+	for _, spec := range specs {
+		ls, err := newListenerSecurity(cfg, spec)
+		if err != nil {
 			return nil, err
 		}
+		s.listeners[spec.name] = ls
 	}
 	return s, nil
 }

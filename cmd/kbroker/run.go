@@ -293,6 +293,21 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 		saslUsers = append(saslUsers, v)
 		return nil
 	})
+	var sets [][2]string
+	fs.Func("set", "set one broker setting, `PROPERTY=VALUE` with a Kafka property name (repeatable), for example\n"+
+		"listener.name.sasl_ssl.ssl.client.auth=required; applied after --config, before the flags above", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return errors.New("want PROPERTY=VALUE")
+		}
+		c := broker.DefaultConfig()
+		if err := c.Set(k, val); err != nil {
+			return err
+		}
+		sets = append(sets, [2]string{k, val})
+		return nil
+	})
 	configFile := fs.String("config", "", "`file` of key=value lines with Kafka property names (server.properties); flags override it")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	logFormat := fs.String("log-format", "console", "log `format`: console or json")
@@ -360,6 +375,11 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	var errs []error
+	for _, kv := range sets {
+		if err := o.cfg.Set(kv[0], kv[1]); err != nil {
+			errs = append(errs, fmt.Errorf("flag -set %s: %w", kv[0], err))
+		}
+	}
 	fs.Visit(func(f *flag.Flag) {
 		if s, ok := settings[f.Name]; ok {
 			if err := o.cfg.Set(s.prop, s.value); err != nil {

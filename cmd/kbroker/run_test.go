@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,6 +102,17 @@ auto.create.topics.enable=false
 			},
 		},
 		{
+			name: "--set, overridden by a named flag",
+			args: []string{"--listen", "SASL_SSL://127.0.0.1:0", "--set", "sasl.enabled.mechanisms=PLAIN",
+				"--set", "listener.name.sasl_ssl.ssl.client.auth=required", "--set", "ssl.keystore.location=/k.pem",
+				"--set", "ssl.truststore.location=/ca.pem", "--sasl-mechanisms", "SCRAM-SHA-256"},
+			edit: func(c *broker.Config) {
+				c.Listen, c.SASLEnabledMechanisms = "SASL_SSL://127.0.0.1:0", "SCRAM-SHA-256"
+				c.SSLKeystoreLocation, c.SSLTruststoreLocation = "/k.pem", "/ca.pem"
+				c.ListenerOverrides = map[string]string{"listener.name.sasl_ssl.ssl.client.auth": "required"}
+			},
+		},
+		{
 			name: "log level warn",
 			args: []string{"--log-level", "warn"},
 			opts: func(o *options) { o.logLevel = zapcore.WarnLevel },
@@ -119,7 +131,7 @@ auto.create.topics.enable=false
 			if tt.opts != nil {
 				tt.opts(&want)
 			}
-			if got != want {
+			if !reflect.DeepEqual(got, want) { // Config holds a map: not comparable with !=
 				t.Errorf("parseArgs(%q)\n got %+v\nwant %+v", tt.args, got, want)
 			}
 		})
@@ -145,6 +157,10 @@ func TestParseArgsErrors(t *testing.T) {
 		{"positional argument", []string{"extra"}, "unexpected arguments"},
 		{"missing config file", []string{"--config", filepath.Join(t.TempDir(), "absent")}, "no such file"},
 		{"bad config file", []string{"--config", badFile}, "line 2: unknown setting"},
+		{"--set unknown", []string{"--set", "no.such.setting=1"}, `unknown setting "no.such.setting"`},
+		{"--set without =", []string{"--set", "num.partitions"}, "PROPERTY=VALUE"},
+		{"--set per-listener JAAS", []string{"--set", "listener.name.sasl_ssl.plain.sasl.jaas.config=x"}, "cannot be set per listener"},
+		{"--set override of no listener", []string{"--set", "listener.name.ssl.ssl.client.auth=required"}, "no listener SSL"},
 		{"config file fails validation", []string{"--config", writeFile(t, "num.partitions=0\n")}, "num.partitions 0"},
 	}
 	for _, tt := range tests {
