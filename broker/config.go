@@ -644,6 +644,9 @@ const hiddenValue = "[hidden]"
 // sensitiveProperty reports whether a setting holds a secret (a password or
 // a private key), which DescribeConfigs reports as sensitive, without value.
 func sensitiveProperty(name string) bool {
+	if _, prop, err := splitListenerProperty(name); err == nil {
+		name = unprefixedProperty(prop) // listener.name.<l>.ssl.keystore.key is as secret
+	}
 	t := reflect.TypeFor[Config]()
 	for i := range t.NumField() {
 		if t.Field(i).Tag.Get("kafka") == name {

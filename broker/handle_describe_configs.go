@@ -236,7 +236,11 @@ func (b *Broker) brokerConfigs() []brokerConfig {
 	types := brokerConfigTypes()
 	var out []brokerConfig
 	for _, p := range b.cfg.Properties() {
-		out = append(out, brokerConfig{name: p[0], value: p[1], def: def[p[0]], typ: types[p[0]]})
+		typ := types[p[0]]
+		if _, prop, err := splitListenerProperty(p[0]); err == nil {
+			typ = types[unprefixedProperty(prop)] // a listener.name.* override has its setting's type
+		}
+		out = append(out, brokerConfig{name: p[0], value: p[1], def: def[p[0]], typ: typ})
 	}
 	for _, rc := range reportedBrokerConfigs {
 		if _, ok := def[rc.name]; ok {

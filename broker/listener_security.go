@@ -66,6 +66,16 @@ func splitListenerProperty(name string) (listener, prop string, err error) {
 		name, prop, strings.Join(listenerProperties, ", "), reauthProperty)
 }
 
+// unprefixedProperty is the global setting a listener property
+// overrides: <mechanism>.connections.max.reauth.ms is
+// connections.max.reauth.ms.
+func unprefixedProperty(prop string) string {
+	if strings.HasSuffix(prop, "."+reauthProperty) {
+		return reauthProperty
+	}
+	return prop
+}
+
 // setListenerOverride records one listener.name.* setting after checking
 // its name and its value (as the unprefixed setting would be checked).
 // The map is copied, never changed in place: Config values are copied
@@ -75,12 +85,8 @@ func (c *Config) setListenerOverride(name, value string) error {
 	if err != nil {
 		return err
 	}
-	base := prop
-	if strings.HasSuffix(prop, "."+reauthProperty) {
-		base = reauthProperty
-	}
 	scratch := DefaultConfig()
-	if err := scratch.Set(base, value); err != nil {
+	if err := scratch.Set(unprefixedProperty(prop), value); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	next := maps.Clone(c.ListenerOverrides)
@@ -98,7 +104,7 @@ func (c *Config) listenerOverrideProperties() [][2]string {
 	out := make([][2]string, 0, len(c.ListenerOverrides))
 	for _, k := range slices.Sorted(maps.Keys(c.ListenerOverrides)) {
 		v := c.ListenerOverrides[k]
-		if _, prop, err := splitListenerProperty(k); err == nil && v != "" && sensitiveProperty(prop) {
+		if v != "" && sensitiveProperty(k) {
 			v = hiddenValue
 		}
 		out = append(out, [2]string{k, v})
@@ -153,11 +159,8 @@ func (c *Config) validateListenerOverrides(specs []listenerSpec) error {
 			errs = append(errs, fmt.Errorf("%s: no listener %s in listeners", k, listener))
 			continue
 		}
-		if strings.HasSuffix(prop, "."+reauthProperty) {
-			prop = reauthProperty
-		}
 		scratch := DefaultConfig()
-		if err := scratch.Set(prop, c.ListenerOverrides[k]); err != nil {
+		if err := scratch.Set(unprefixedProperty(prop), c.ListenerOverrides[k]); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", k, err))
 		}
 	}

@@ -188,3 +188,42 @@ func TestListenerOverrideTLS(t *testing.T) {
 		t.Fatalf("OTHER with its own CA: %v", err)
 	}
 }
+
+// DescribeConfigs lists a listener override with its setting's type, and
+// a listener's private key as sensitive, without its value.
+func TestListenerOverrideDescribeConfigs(t *testing.T) {
+	t.Parallel()
+	const secret = "not-shown"
+	srv, _ := tlsServer(t, testpki.New(t), "none", func(c *Config) {
+		c.ListenerOverrides = map[string]string{
+			"listener.name.sasl_ssl.connections.max.reauth.ms": "60000",
+			// Unused (the keystore file wins), but still a secret.
+			"listener.name.ssl.ssl.keystore.key": secret,
+		}
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.ListenerAddr("PLAINTEXT")), kgo.RetryTimeout(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, c := range resp.Resources[0].Configs {
+		found[c.Name] = c
+	}
+	reauth, ok := found["listener.name.sasl_ssl.connections.max.reauth.ms"]
+	if !ok || reauth.ConfigType != kmsg.ConfigTypeLong || reauth.Value == nil || *reauth.Value != "60000" {
+		t.Errorf("reauth override: %+v, want LONG 60000", reauth)
+	}
+	key, ok := found["listener.name.ssl.ssl.keystore.key"]
+	if !ok || !key.IsSensitive || key.Value != nil && *key.Value == secret {
+		t.Errorf("key override: %+v, want it listed as sensitive without its value", key)
+	}
+}
