@@ -7,17 +7,18 @@ package broker
 //	  └──────────────SaslHandshake──────────────────────────┘        (v0 handshake: raw tokens)
 //	complete ──SaslHandshake (session with expiry, ≥ 1 s since the last)──> authenticate (re-authentication)
 //
-// Before complete, the gate runs on the request header alone, before the
-// API table or the body parser sees any byte (Kafka keeps unauthenticated
-// bytes away from the complex schemas): a request out of place closes the
-// connection without an answer. Frames are capped at 512 KiB
+// Before the handshake, the gate runs on the request header alone, before
+// the API table or the body parser sees any byte (Kafka keeps
+// unauthenticated bytes away from the complex schemas): a request out of
+// place closes the connection without an answer. Frames are capped at 512 KiB
 // (sasl.server.max.receive.size) and do not count against
 // queued.max.request.bytes, so unauthenticated peers cannot reach the
 // shared budget. After complete, a request other than SaslHandshake that
 // arrives once the session expired closes the connection (KIP-368).
 //
-// During authenticate, a request other than SaslAuthenticate is parsed
-// and answered with that API's error response carrying
+// During authenticate (after a successful handshake, which bounds who gets
+// this far to a client speaking Kafka's SASL), a request other than
+// SaslAuthenticate is parsed and answered with that API's error response carrying
 // ILLEGAL_SASL_STATE, then the connection closes, as Kafka's
 // SaslServerAuthenticator.handleSaslToken does (an unknown version or an
 // unreadable body closes without an answer, as there).
