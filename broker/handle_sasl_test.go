@@ -625,3 +625,37 @@ func TestRestartKeepsListeners(t *testing.T) {
 		t.Fatalf("login after restart: %v", err)
 	}
 }
+
+// Every API kmsg knows gets an encodable ILLEGAL_SASL_STATE answer or
+// none (the connection then closes silently); the reflective fallback
+// never panics, at the oldest or the newest version.
+func TestIllegalSASLStateResponseEveryAPI(t *testing.T) {
+	t.Parallel()
+	answered := 0
+	for key := int16(0); key <= kmsg.MaxKey; key++ {
+		req := kmsg.RequestForKey(key)
+		if req == nil {
+			continue
+		}
+		for _, v := range []int16{0, req.MaxVersion()} {
+			req.SetVersion(v)
+			resp := illegalSASLStateResponse(req, "m")
+			if resp == nil {
+				continue
+			}
+			answered++
+			if resp.Key() != key {
+				t.Fatalf("%s: answered with %s", kmsg.NameForKey(key), kmsg.NameForKey(resp.Key()))
+			}
+			resp.SetVersion(v)
+			back := req.ResponseKind()
+			back.SetVersion(v)
+			if err := back.ReadFrom(resp.AppendTo(nil)); err != nil {
+				t.Fatalf("%s v%d: the answer does not decode: %v", kmsg.NameForKey(key), v, err)
+			}
+		}
+	}
+	if answered < 40 {
+		t.Fatalf("only %d API versions get an answer; the fallback finds no error code", answered)
+	}
+}
