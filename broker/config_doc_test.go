@@ -22,7 +22,7 @@ const configDocPath = "../docs/CONFIG.md"
 // doc comments and DefaultConfig say: the settings have one source, the
 // code, and the document cannot go stale. Rewrite it with
 //
-//	go generate ./broker/   (or: go test -run TestConfigDoc -update ./broker/)
+//	go generate ./broker/   (or: go test ./broker/ -run ^TestConfigDoc$ -args -update)
 func TestConfigDoc(t *testing.T) {
 	got := configDoc(t)
 	if *updateConfigDoc {
@@ -36,7 +36,7 @@ func TestConfigDoc(t *testing.T) {
 		t.Fatalf("%v: run go generate ./broker/", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale: run go generate ./broker/ (go test -run TestConfigDoc -update ./broker/)", configDocPath)
+		t.Fatalf("%s is stale: run go generate ./broker/ (go test ./broker/ -run ^TestConfigDoc$ -args -update)", configDocPath)
 	}
 }
 
