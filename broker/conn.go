@@ -75,6 +75,9 @@ type conn struct {
 	// host is the peer's IP address as Kafka prints it, which
 	// host-restricted ACLs match (acl.HostAddress).
 	host string
+	// produce is the connection's Produce request, decoded anew into the
+	// same arrays for every produce (parseBody); reader goroutine only.
+	produce *kmsg.ProduceRequest
 }
 
 // outgoing is one response waiting to be written.
@@ -208,7 +211,8 @@ func (c *conn) readLoop() (gone bool) {
 			// Not kept for an idle connection, but pooled for the next
 			// large request of any connection; buf stays for the small
 			// ones.
-			frameBuffers.Put(&frame)
+			pooled := frame // only this copy escapes, not frame
+			frameBuffers.Put(&pooled)
 		} else {
 			buf = frame
 		}
@@ -271,7 +275,7 @@ func (c *conn) handleFrame(frame []byte) error {
 	if c.auth != nil && c.auth.stage == stageRawToken {
 		return c.handleRawToken(frame)
 	}
-	h, rest, err := protocol.ParseHeader(frame)
+	h, rest, err := protocol.ParseHeaderReusing(frame, &c.clientID)
 	if err != nil {
 		c.lg.Info("closing connection: unreadable request header", zap.Error(err))
 		return err
@@ -302,10 +306,13 @@ func (c *conn) handleFrame(frame []byte) error {
 			zap.String("client_id", c.clientID))
 		return errUnsupported
 	}
-	req, err := protocol.ParseBody(h, rest)
+	req, err := c.parseBody(h, rest)
 	if err != nil {
 		c.lg.Info("closing connection: unreadable request", zap.String("client_id", c.clientID), zap.Error(err))
 		return err
+	}
+	if req == c.produce {
+		defer c.releaseProduce()
 	}
 	if ce := c.lg.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(zap.String("api", kmsg.NameForKey(h.Key)), zap.Int16("version", h.Version), zap.Int32("correlation_id", h.CorrelationID))
@@ -337,6 +344,45 @@ func (c *conn) handleFrame(frame []byte) error {
 	}
 	return c.enqueue(h.CorrelationID, res, t)
 }
+
+// parseBody decodes a request body. Produce requests are decoded into the
+// connection's kept request, reusing its arrays, so that a producer's
+// stream of requests allocates nothing to decode: their handler holds
+// nothing of the request once it returns (the appends are done and the
+// response is its own).
+func (c *conn) parseBody(h protocol.Header, rest []byte) (kmsg.Request, error) {
+	if h.Key != 0 {
+		return protocol.ParseBody(h, rest)
+	}
+	if c.produce == nil {
+		c.produce = kmsg.NewPtrProduceRequest()
+	}
+	if err := protocol.ParseProduceBody(h, rest, c.produce); err != nil {
+		return nil, err
+	}
+	return c.produce, nil
+}
+
+// releaseProduce ends the handling of a produce request: the kept request
+// lets go of the frame, and a request of more than keptProducePartitions
+// partitions is not kept at all, so that one huge request does not cost
+// its connection memory for as long as it lives.
+func (c *conn) releaseProduce() {
+	ts := c.produce.Topics[:cap(c.produce.Topics)]
+	n := len(ts)
+	for i := range ts {
+		n += cap(ts[i].Partitions)
+	}
+	if n > keptProducePartitions {
+		c.produce = nil
+		return
+	}
+	protocol.ClearProduce(c.produce)
+}
+
+// keptProducePartitions bounds the topics and partitions (about 40 and
+// 100 bytes each) of the produce request a connection keeps for reuse.
+const keptProducePartitions = 1024
 
 var errUnsupported = errors.New("broker: unsupported api key or version")
 
@@ -509,6 +555,9 @@ func (c *conn) writeLoop() {
 		default:
 			buf = protocol.AppendResponse(buf[:0], o.corr, o.res.resp)
 			_, err = c.io.Write(buf)
+		}
+		if o.res.produce != nil {
+			o.res.produce.recycle()
 		}
 		if err == nil && !o.t.started.IsZero() {
 			c.b.metrics.observeSent(o.t, writing, time.Now())
