@@ -188,7 +188,7 @@ func (c *conn) readLoop() (gone bool) {
 		}
 		frame := buf[:0]
 		if int(n) > cap(buf) && n > keptFrame {
-			frame = pooledFrame(int(n))
+			frame = largeFrames.get(int(n))
 		}
 		frame, err = protocol.ReadBody(br, n, frame)
 		if err == nil {
@@ -208,11 +208,10 @@ func (c *conn) readLoop() (gone bool) {
 			return true
 		}
 		if cap(frame) > keptFrame {
-			// Not kept for an idle connection, but pooled for the next
+			// Not kept for an idle connection, but cached for the next
 			// large request of any connection; buf stays for the small
 			// ones.
-			pooled := frame // only this copy escapes, not frame
-			frameBuffers.Put(&pooled)
+			largeFrames.put(frame)
 		} else {
 			buf = frame
 		}
@@ -237,25 +236,12 @@ func (c *conn) discardInput(br *bufio.Reader) {
 const drainTimeout = 5 * time.Second
 
 // keptFrame is the largest request buffer a connection keeps between
-// requests; larger ones go back to frameBuffers after each request.
+// requests; larger ones go back to largeFrames after each request.
 const keptFrame = 1 << 20
 
-// frameBuffers holds request buffers larger than keptFrame: a producer
-// whose requests carry several 1 MB batches would otherwise allocate
-// (and grow, and clear) a new buffer for every request, about twice the
-// bytes it produces. Pooled buffers go when the garbage collector finds
-// them unused, so idle connections hold none.
-var frameBuffers sync.Pool
-
-// pooledFrame is a buffer from frameBuffers if one can hold n bytes, or
-// nil (protocol.ReadBody then allocates as bytes arrive). A pooled buffer
-// too small is dropped: the new one, larger, will replace it.
-func pooledFrame(n int) []byte {
-	if p, ok := frameBuffers.Get().(*[]byte); ok && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return nil
-}
+// largeFrames holds request buffers larger than keptFrame between
+// requests (frame_cache.go).
+var largeFrames frameCache
 
 // readFailed logs why reading stopped, quietly for ordinary closes.
 func (c *conn) readFailed(what string, err error) {
