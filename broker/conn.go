@@ -75,9 +75,15 @@ type conn struct {
 	// host is the peer's IP address as Kafka prints it, which
 	// host-restricted ACLs match (acl.HostAddress).
 	host string
-	// produce is the connection's Produce request, decoded anew into the
-	// same arrays for every produce (parseBody); reader goroutine only.
-	produce *kmsg.ProduceRequest
+	// produce is what the connection reuses for its Produce requests;
+	// reader goroutine only.
+	produce struct {
+		// req is decoded anew into the same arrays for every produce
+		// (parseBody).
+		req *kmsg.ProduceRequest
+		// scratch is handleProduce's.
+		scratch produceScratch
+	}
 }
 
 // outgoing is one response waiting to be written.
@@ -297,7 +303,7 @@ func (c *conn) handleFrame(frame []byte) error {
 		c.lg.Info("closing connection: unreadable request", zap.String("client_id", c.clientID), zap.Error(err))
 		return err
 	}
-	if req == c.produce {
+	if req == c.produce.req {
 		defer c.releaseProduce()
 	}
 	if ce := c.lg.Check(zap.DebugLevel, "request"); ce != nil {
@@ -340,13 +346,13 @@ func (c *conn) parseBody(h protocol.Header, rest []byte) (kmsg.Request, error) {
 	if h.Key != 0 {
 		return protocol.ParseBody(h, rest)
 	}
-	if c.produce == nil {
-		c.produce = kmsg.NewPtrProduceRequest()
+	if c.produce.req == nil {
+		c.produce.req = kmsg.NewPtrProduceRequest()
 	}
-	if err := protocol.ParseProduceBody(h, rest, c.produce); err != nil {
+	if err := protocol.ParseProduceBody(h, rest, c.produce.req); err != nil {
 		return nil, err
 	}
-	return c.produce, nil
+	return c.produce.req, nil
 }
 
 // releaseProduce ends the handling of a produce request: the kept request
@@ -354,16 +360,17 @@ func (c *conn) parseBody(h protocol.Header, rest []byte) (kmsg.Request, error) {
 // partitions is not kept at all, so that one huge request does not cost
 // its connection memory for as long as it lives.
 func (c *conn) releaseProduce() {
-	ts := c.produce.Topics[:cap(c.produce.Topics)]
+	ts := c.produce.req.Topics[:cap(c.produce.req.Topics)]
 	n := len(ts)
 	for i := range ts {
 		n += cap(ts[i].Partitions)
 	}
 	if n > keptProducePartitions {
-		c.produce = nil
+		c.produce.req = nil
+		c.produce.scratch = produceScratch{}
 		return
 	}
-	protocol.ClearProduce(c.produce)
+	protocol.ClearProduce(c.produce.req)
 }
 
 // keptProducePartitions bounds the topics and partitions (about 40 and

@@ -90,7 +90,8 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 	nowMs := time.Now().UnixMilli()
 	failed := false
-	var maxEnd int64
+	sc := c.produceScratch()
+	defer sc.reset()
 	for i := range req.Topics {
 		rt, st := &req.Topics[i], &resp.Topics[i]
 		t, code := b.produceTopic(c, req.Version, rt)
@@ -122,19 +123,51 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 				failed = true
 				continue
 			}
-			res, err := p.Append(rp.Records, req.Version, nowMs)
-			if err != nil {
-				b.setProduceError(sp, req.Version, p, err)
-				failed = true
-				continue
-			}
-			sp.BaseOffset = res.BaseOffset
-			sp.LogAppendTime = res.LogAppendTime
-			sp.LogStartOffset = res.LogStartOffset
-			maxEnd = max(maxEnd, res.End)
+			sc.batch.Add(p, rp.Records)
+			sc.slots = append(sc.slots, sp)
 		}
 	}
+	// Every accepted batch at once: one commit-log write for the request
+	// (partition.Batch).
+	sc.batch.AppendMany(b.store, req.Version, nowMs)
+	var maxEnd int64
+	for k := range sc.batch.Items {
+		it, sp := &sc.batch.Items[k], sc.slots[k]
+		if it.Err != nil {
+			b.setProduceError(sp, req.Version, it.P, it.Err)
+			failed = true
+			continue
+		}
+		sp.BaseOffset = it.Result.BaseOffset
+		sp.LogAppendTime = it.Result.LogAppendTime
+		sp.LogStartOffset = it.Result.LogStartOffset
+		maxEnd = max(maxEnd, it.Result.End)
+	}
 	return b.produceResult(req, pr, failed, maxEnd)
+}
+
+// produceScratch is what handleProduce reuses from one request to the
+// next on a connection: the request's batches for partition.Batch and,
+// for each, its entry in the response.
+type produceScratch struct {
+	batch partition.Batch
+	slots []*kmsg.ProduceResponseTopicPartition
+}
+
+// produceScratch is the connection's scratch (a new one without a
+// connection, in tests that call the handler directly).
+func (c *conn) produceScratch() *produceScratch {
+	if c == nil {
+		return new(produceScratch)
+	}
+	return &c.produce.scratch
+}
+
+// reset empties the scratch, keeping its buffers and nothing they held.
+func (sc *produceScratch) reset() {
+	sc.batch.Reset()
+	clear(sc.slots)
+	sc.slots = sc.slots[:0]
 }
 
 // countPartitions is the number of partitions a produce request names.

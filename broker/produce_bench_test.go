@@ -7,7 +7,9 @@ import (
 	"hash/crc32"
 	"io"
 	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -97,14 +99,28 @@ func BenchmarkProduceMultiPartition(b *testing.B) {
 			b.ReportAllocs()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
+			cpu0 := processCPU(b)
 			for b.Loop() {
 				roundTrip()
 			}
+			cpu := processCPU(b) - cpu0
 			runtime.ReadMemStats(&after)
+			// CPU time (broker and client, user and system) is less
+			// sensitive than wall time to a loaded machine.
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 			checkProduced(b, resp)
 			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/1e6/(float64(payload)*float64(b.N)/1e9), "allocMB/GB")
 		})
 	}
+}
+
+// processCPU is the process's user and system time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // newQuietServer is newTestServer logging at Info: a benchmark counts
