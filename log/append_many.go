@@ -20,10 +20,17 @@ type Pending struct {
 // maxIovecs is how many buffers one pwritev(2) takes (Linux's IOV_MAX).
 const maxIovecs = 1024
 
+// maxRunBytes bounds the bytes of one pwritev(2) of several entries: the
+// call's fixed cost is what a run saves, and that matters for small
+// entries only; in kbench, 1 KiB records to 8 partitions (requests of
+// eight 1 MB batches) cost the broker about twice the CPU per GB when
+// each request went in with one 8 MB call (docs/BENCHMARKS.md).
+const maxRunBytes = 1 << 20
+
 // AppendMany appends the entries in order, contiguously, under one hold
 // of the put lock: the entries that fit in the current file go in with
-// one pwritev(2) (up to 512 entries a call) instead of one call each, and
-// become visible to readers together. This is the commit-log half of a
+// one pwritev(2) (up to 512 entries and, past the first, maxRunBytes a
+// call) instead of one call each. This is the commit-log half of a
 // produce request to many partitions (issue 18): a request of 64 small
 // batches spent a third of the broker's CPU entering and leaving pwritev.
 //
@@ -80,7 +87,7 @@ func (l *CommitLog) appendRunLocked(entries []Pending) (int, error) {
 	n := 0
 	for n < len(entries) && n < maxIovecs/2 {
 		size := int64(l.headerLen) + int64(len(entries[n].Payload))
-		if total+size > left {
+		if total+size > left || n > 0 && total+size > maxRunBytes {
 			break
 		}
 		total += size
