@@ -10,13 +10,12 @@ import (
 // 1 MB batches would otherwise allocate (and grow, and clear) a new buffer
 // for every request, about twice the bytes it produces.
 //
-// It replaced a sync.Pool, which the garbage collector empties: on a
-// broker whose live heap is small, collections came every few megabytes
-// produced, and every request after one grew a new buffer in steps from
-// 64 KiB (protocol.ReadBody), 60-90 MB allocated per GB produced on
-// multi-partition produce (issue 18). A buffer stays here until it has
-// not been used for frameIdle, so an idle broker still holds none, and
-// the cache never holds more than frameCacheBytes.
+// It replaced a sync.Pool, which every other garbage collection empties:
+// the next large request then grew a new buffer from 64 KiB in doubling
+// steps (protocol.ReadBody), twice its size in allocation. A buffer stays
+// here until it has not been used for frameIdle, so an idle broker still
+// holds none after that, and the cache never holds more than
+// frameCacheBytes.
 type frameCache struct {
 	mu struct {
 		sync.Mutex
@@ -36,14 +35,21 @@ type cachedFrame struct {
 }
 
 const (
-	// frameCacheBytes bounds the bytes cached: a few of the largest
-	// requests kgo and the Java client send (one 1 MB batch per
-	// partition of a broker), not the 100 MB a request may be.
-	frameCacheBytes = 64 << 20
+	// frameCacheBytes bounds the bytes cached: the default
+	// queued.max.request.bytes, which bounds the requests being read at
+	// once anyway. Producers to many partitions send requests of tens of
+	// MB (one 1 MB batch per partition of a broker): with 8 of them to
+	// 64 partitions, a 64 MiB cache kept too few and the broker
+	// allocated 1.3 GB per GB produced.
+	frameCacheBytes = 256 << 20
 	// frameCacheCount bounds the buffers cached.
-	frameCacheCount = 16
-	// frameIdle is how long an unused buffer stays.
-	frameIdle = 2 * time.Second
+	frameCacheCount = 32
+	// frameIdle is how long an unused buffer stays: longer than a
+	// producer of large requests takes between two on a slow machine
+	// (8 producers to 64 partitions sent a 16 MB request every 2 s each
+	// on the loaded 2-core machine, and a 2 s idle time dropped their
+	// buffers between requests).
+	frameIdle = 10 * time.Second
 )
 
 // get returns the smallest cached buffer that holds n bytes, empty. If
