@@ -28,6 +28,9 @@ type result struct {
 	// frame: the SaslHandshake v0 token flow, which has no header.
 	raw      bool
 	rawToken []byte
+	// produce, when set, is the pooled Produce response resp points
+	// into: the writer recycles it once resp is sent.
+	produce *produceResponse
 }
 
 // respond wraps a response that is ready at once.

@@ -75,6 +75,15 @@ type conn struct {
 	// host is the peer's IP address as Kafka prints it, which
 	// host-restricted ACLs match (acl.HostAddress).
 	host string
+	// produce is what the connection reuses for its Produce requests;
+	// reader goroutine only.
+	produce struct {
+		// req is decoded anew into the same arrays for every produce
+		// (parseBody).
+		req *kmsg.ProduceRequest
+		// scratch is handleProduce's.
+		scratch produceScratch
+	}
 }
 
 // outgoing is one response waiting to be written.
@@ -185,7 +194,7 @@ func (c *conn) readLoop() (gone bool) {
 		}
 		frame := buf[:0]
 		if int(n) > cap(buf) && n > keptFrame {
-			frame = pooledFrame(int(n))
+			frame = largeFrames.get(int(n))
 		}
 		frame, err = protocol.ReadBody(br, n, frame)
 		if err == nil {
@@ -205,10 +214,10 @@ func (c *conn) readLoop() (gone bool) {
 			return true
 		}
 		if cap(frame) > keptFrame {
-			// Not kept for an idle connection, but pooled for the next
+			// Not kept for an idle connection, but cached for the next
 			// large request of any connection; buf stays for the small
 			// ones.
-			frameBuffers.Put(&frame)
+			largeFrames.put(frame)
 		} else {
 			buf = frame
 		}
@@ -233,25 +242,12 @@ func (c *conn) discardInput(br *bufio.Reader) {
 const drainTimeout = 5 * time.Second
 
 // keptFrame is the largest request buffer a connection keeps between
-// requests; larger ones go back to frameBuffers after each request.
+// requests; larger ones go back to largeFrames after each request.
 const keptFrame = 1 << 20
 
-// frameBuffers holds request buffers larger than keptFrame: a producer
-// whose requests carry several 1 MB batches would otherwise allocate
-// (and grow, and clear) a new buffer for every request, about twice the
-// bytes it produces. Pooled buffers go when the garbage collector finds
-// them unused, so idle connections hold none.
-var frameBuffers sync.Pool
-
-// pooledFrame is a buffer from frameBuffers if one can hold n bytes, or
-// nil (protocol.ReadBody then allocates as bytes arrive). A pooled buffer
-// too small is dropped: the new one, larger, will replace it.
-func pooledFrame(n int) []byte {
-	if p, ok := frameBuffers.Get().(*[]byte); ok && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return nil
-}
+// largeFrames holds request buffers larger than keptFrame between
+// requests (frame_cache.go).
+var largeFrames frameCache
 
 // readFailed logs why reading stopped, quietly for ordinary closes.
 func (c *conn) readFailed(what string, err error) {
@@ -271,7 +267,7 @@ func (c *conn) handleFrame(frame []byte) error {
 	if c.auth != nil && c.auth.stage == stageRawToken {
 		return c.handleRawToken(frame)
 	}
-	h, rest, err := protocol.ParseHeader(frame)
+	h, rest, err := protocol.ParseHeaderReusing(frame, &c.clientID)
 	if err != nil {
 		c.lg.Info("closing connection: unreadable request header", zap.Error(err))
 		return err
@@ -302,10 +298,13 @@ func (c *conn) handleFrame(frame []byte) error {
 			zap.String("client_id", c.clientID))
 		return errUnsupported
 	}
-	req, err := protocol.ParseBody(h, rest)
+	req, err := c.parseBody(h, rest)
 	if err != nil {
 		c.lg.Info("closing connection: unreadable request", zap.String("client_id", c.clientID), zap.Error(err))
 		return err
+	}
+	if req == c.produce.req {
+		defer c.releaseProduce()
 	}
 	if ce := c.lg.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(zap.String("api", kmsg.NameForKey(h.Key)), zap.Int16("version", h.Version), zap.Int32("correlation_id", h.CorrelationID))
@@ -337,6 +336,46 @@ func (c *conn) handleFrame(frame []byte) error {
 	}
 	return c.enqueue(h.CorrelationID, res, t)
 }
+
+// parseBody decodes a request body. Produce requests are decoded into the
+// connection's kept request, reusing its arrays, so that a producer's
+// stream of requests allocates nothing to decode: their handler holds
+// nothing of the request once it returns (the appends are done and the
+// response is its own).
+func (c *conn) parseBody(h protocol.Header, rest []byte) (kmsg.Request, error) {
+	if h.Key != 0 {
+		return protocol.ParseBody(h, rest)
+	}
+	if c.produce.req == nil {
+		c.produce.req = kmsg.NewPtrProduceRequest()
+	}
+	if err := protocol.ParseProduceBody(h, rest, c.produce.req); err != nil {
+		return nil, err
+	}
+	return c.produce.req, nil
+}
+
+// releaseProduce ends the handling of a produce request: the kept request
+// lets go of the frame, and a request of more than keptProducePartitions
+// partitions is not kept at all, so that one huge request does not cost
+// its connection memory for as long as it lives.
+func (c *conn) releaseProduce() {
+	ts := c.produce.req.Topics[:cap(c.produce.req.Topics)]
+	n := len(ts)
+	for i := range ts {
+		n += cap(ts[i].Partitions)
+	}
+	if n > keptProducePartitions {
+		c.produce.req = nil
+		c.produce.scratch = produceScratch{}
+		return
+	}
+	protocol.ClearProduce(c.produce.req)
+}
+
+// keptProducePartitions bounds the topics and partitions (about 40 and
+// 100 bytes each) of the produce request a connection keeps for reuse.
+const keptProducePartitions = 1024
 
 var errUnsupported = errors.New("broker: unsupported api key or version")
 
@@ -509,6 +548,9 @@ func (c *conn) writeLoop() {
 		default:
 			buf = protocol.AppendResponse(buf[:0], o.corr, o.res.resp)
 			_, err = c.io.Write(buf)
+		}
+		if o.res.produce != nil {
+			o.res.produce.recycle()
 		}
 		if err == nil && !o.t.started.IsZero() {
 			c.b.metrics.observeSent(o.t, writing, time.Now())

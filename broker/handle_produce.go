@@ -71,26 +71,27 @@ import (
 const internalWriterClientID = "__admin_client"
 
 func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error) {
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	parts := b.produceResponseShape(req, resp)
+	pr := newProduceResponse(req)
+	resp := &pr.resp
 	if hasTransactionalBatch(req) && req.TransactionID == nil {
 		// Kafka refuses transactional records without a transactional
 		// id as it refuses an unauthorized one.
-		for i := range parts {
-			parts[i].ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		for i := range pr.parts[:countPartitions(req)] {
+			pr.parts[i].ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		}
-		return b.produceResult(req, resp, true, 0)
+		return b.produceResult(req, pr, true, 0)
 	}
 	if req.TransactionID != nil && !b.allowed(c, opWrite, resTxnID, *req.TransactionID) {
-		for i := range parts {
-			parts[i].ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		for i := range pr.parts[:countPartitions(req)] {
+			pr.parts[i].ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		}
-		return b.produceResult(req, resp, true, 0)
+		return b.produceResult(req, pr, true, 0)
 	}
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
 	nowMs := time.Now().UnixMilli()
 	failed := false
-	var maxEnd int64
+	sc := c.produceScratch()
+	defer sc.reset()
 	for i := range req.Topics {
 		rt, st := &req.Topics[i], &resp.Topics[i]
 		t, code := b.produceTopic(c, req.Version, rt)
@@ -122,45 +123,60 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 				failed = true
 				continue
 			}
-			res, err := p.Append(rp.Records, req.Version, nowMs)
-			if err != nil {
-				b.setProduceError(sp, req.Version, p, err)
-				failed = true
-				continue
-			}
-			sp.BaseOffset = res.BaseOffset
-			sp.LogAppendTime = res.LogAppendTime
-			sp.LogStartOffset = res.LogStartOffset
-			maxEnd = max(maxEnd, res.End)
+			sc.batch.Add(p, rp.Records)
+			sc.slots = append(sc.slots, sp)
 		}
 	}
-	return b.produceResult(req, resp, failed, maxEnd)
+	// Every accepted batch at once: one commit-log write for the request
+	// (partition.Batch).
+	sc.batch.AppendMany(b.store, req.Version, nowMs)
+	var maxEnd int64
+	for k := range sc.batch.Items {
+		it, sp := &sc.batch.Items[k], sc.slots[k]
+		if it.Err != nil {
+			b.setProduceError(sp, req.Version, it.P, it.Err)
+			failed = true
+			continue
+		}
+		sp.BaseOffset = it.Result.BaseOffset
+		sp.LogAppendTime = it.Result.LogAppendTime
+		sp.LogStartOffset = it.Result.LogStartOffset
+		maxEnd = max(maxEnd, it.Result.End)
+	}
+	return b.produceResult(req, pr, failed, maxEnd)
 }
 
-// produceResponseShape fills resp with one entry per requested topic and
-// partition, in request order, and returns all partition entries. Two
-// allocations whatever the number of partitions.
-func (b *Broker) produceResponseShape(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) []kmsg.ProduceResponseTopicPartition {
+// produceScratch is what handleProduce reuses from one request to the
+// next on a connection: the request's batches for partition.Batch and,
+// for each, its entry in the response.
+type produceScratch struct {
+	batch partition.Batch
+	slots []*kmsg.ProduceResponseTopicPartition
+}
+
+// produceScratch is the connection's scratch (a new one without a
+// connection, in tests that call the handler directly).
+func (c *conn) produceScratch() *produceScratch {
+	if c == nil {
+		return new(produceScratch)
+	}
+	return &c.produce.scratch
+}
+
+// reset empties the scratch, keeping its buffers and nothing they held.
+func (sc *produceScratch) reset() {
+	sc.batch.Reset()
+	clear(sc.slots)
+	sc.slots = sc.slots[:0]
+}
+
+// countPartitions is the number of partitions a produce request names.
+func countPartitions(req *kmsg.ProduceRequest) int {
 	n := 0
 	for i := range req.Topics {
 		n += len(req.Topics[i].Partitions)
 	}
-	parts := make([]kmsg.ProduceResponseTopicPartition, n)
-	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
-	k := 0
-	for i := range req.Topics {
-		rt, st := &req.Topics[i], &resp.Topics[i]
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		st.Partitions = parts[k : k+len(rt.Partitions) : k+len(rt.Partitions)]
-		for j := range rt.Partitions {
-			sp := &st.Partitions[j]
-			sp.Default()
-			sp.Partition = rt.Partitions[j].Partition
-			sp.BaseOffset = -1
-		}
-		k += len(rt.Partitions)
-	}
-	return parts
+	return n
 }
 
 // produceTopic finds a produce request's topic, by name or (v13+) by id,
@@ -260,14 +276,19 @@ func (b *Broker) setProduceError(sp *kmsg.ProduceResponseTopicPartition, version
 
 // produceResult hands the response to the connection according to acks.
 // maxEnd is the largest commit-log position appended to (0: none).
-func (b *Broker) produceResult(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, failed bool, maxEnd int64) (result, error) {
+// The writer recycles the response once it has sent it.
+func (b *Broker) produceResult(req *kmsg.ProduceRequest, pr *produceResponse, failed bool, maxEnd int64) (result, error) {
+	resp := &pr.resp
 	switch {
 	case req.Acks == 0 && failed:
-		return result{}, fmt.Errorf("broker: produce with acks=0 failed: %s", firstProduceError(resp))
+		err := fmt.Errorf("broker: produce with acks=0 failed: %s", firstProduceError(resp))
+		pr.recycle()
+		return result{}, err
 	case req.Acks == 0:
+		pr.recycle()
 		return result{none: true}, nil
 	case req.Acks != -1 || maxEnd == 0 || b.store.FlushMode() != partition.FlushSync:
-		return respond(resp)
+		return result{resp: resp, produce: pr}, nil
 	}
 	ready := make(chan struct{})
 	version := req.Version
@@ -278,7 +299,7 @@ func (b *Broker) produceResult(req *kmsg.ProduceRequest, resp *kmsg.ProduceRespo
 		}
 		close(ready)
 	})
-	return result{resp: resp, ready: ready}, nil
+	return result{resp: resp, ready: ready, produce: pr}, nil
 }
 
 // failProduceDurability gives every appended partition the error of the flush

@@ -551,3 +551,73 @@ func BenchmarkProduceHandler(b *testing.B) {
 		}
 	}
 }
+
+// TestProduceShapesOnOneConnection: requests of different shapes (topics,
+// partitions, one failing partition) pipelined on one connection each get
+// a response of their own shape and offsets, although the connection
+// decodes them into one kept request and their responses come from a
+// pool (produce_response.go). Sync mode keeps several responses pending at
+// once.
+func TestProduceShapesOnOneConnection(t *testing.T) {
+	for _, mode := range []string{"async", "sync"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := newTestServer(t, func(c *Config) { c.FlushMode = mode })
+			dataTopic(t, srv, "a", 3, nil)
+			dataTopic(t, srv, "b", 2, nil)
+			w := dialWire(t, srv)
+			// shapes[i] lists topic:partition pairs; "b:7" does not exist.
+			shapes := [][]string{{"a:0", "a:1", "a:2", "b:0", "b:1"}, {"b:1"}, {"a:2", "b:7", "b:0"}, {"a:0"}, {"a:1", "a:0", "b:1", "b:0"}}
+			next := map[string]int64{}
+			type sent struct {
+				corr  int32
+				shape []string
+			}
+			var all []sent
+			for round := range 4 {
+				for _, shape := range shapes {
+					req := kmsg.NewPtrProduceRequest()
+					req.Version, req.Acks, req.TimeoutMillis = 9, -1, 10000
+					for _, tp := range shape {
+						name, p := tp[:1], int32(tp[2]-'0')
+						if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != name {
+							rt := kmsg.NewProduceRequestTopic()
+							rt.Topic = name
+							req.Topics = append(req.Topics, rt)
+						}
+						rp := kmsg.NewProduceRequestTopicPartition()
+						rp.Partition, rp.Records = p, plainBatch(1+round).encode()
+						rt := &req.Topics[len(req.Topics)-1]
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					all = append(all, sent{w.send(req), shape})
+				}
+			}
+			for i, s := range all {
+				resp := kmsg.NewPtrProduceResponse()
+				resp.Version = 9
+				w.recv(s.corr, resp)
+				round := i / len(shapes)
+				var got []string
+				for _, rt := range resp.Topics {
+					for _, sp := range rt.Partitions {
+						tp := fmt.Sprintf("%s:%d", rt.Topic, sp.Partition)
+						got = append(got, tp)
+						if tp == "b:7" {
+							if sp.ErrorCode != kerr.UnknownTopicOrPartition.Code || sp.BaseOffset != -1 {
+								t.Fatalf("request %d, %s: error %v, base %d", i, tp, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+							}
+							continue
+						}
+						if sp.ErrorCode != 0 || sp.BaseOffset != next[tp] || sp.ErrorMessage != nil {
+							t.Fatalf("request %d, %s: error %v, base %d, want %d", i, tp, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset, next[tp])
+						}
+						next[tp] += int64(1 + round)
+					}
+				}
+				if fmt.Sprint(got) != fmt.Sprint(s.shape) {
+					t.Fatalf("request %d: got partitions %v, want %v", i, got, s.shape)
+				}
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // CommitLog is the shared, memory-mapped log that every partition's record
@@ -38,6 +40,10 @@ type CommitLog struct {
 	writeErr atomic.Pointer[error]
 	// scratch holds an entry's header and key for pwriteEntry (under putMu).
 	scratch [entryFixedSize + 1024]byte
+	// runHeaders and runIovecs are AppendMany's headers and pwritev
+	// buffers, kept for the next call (under putMu).
+	runHeaders []byte
+	runIovecs  []unix.Iovec
 }
 
 // AppendResult says where an entry was stored.

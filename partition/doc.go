@@ -68,6 +68,8 @@
 //
 //	Store.topicsMu → Partition.mu → (log.CommitLog put lock) → Partition.vis → Store.vis
 //	Partition.mu → consumequeue.Queue's locks (leaves: the queue calls only into log)
+//	Partition.mu of several partitions (Batch.AppendMany, one produce
+//	request): in the order of their commit-log keys, never one twice
 //	Store.checkpointMu → Partition.mu
 //	Partition.mu → Partition.stable, Partition.mu → Partition.aborted (leaves)
 //	Partition.cleanMu → Partition.aborted (a pass; it never takes Partition.mu)

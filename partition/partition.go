@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/consumequeue"
+	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition/batch"
 )
 
@@ -241,6 +242,31 @@ type AppendResult struct {
 // (Kafka 2.7+ answers that, not PRODUCER_FENCED, so that a transactional
 // client can abort and go on).
 func (p *Partition) Append(records []byte, produceVersion int16, nowMs int64) (AppendResult, error) {
+	pr, err := p.prepare(records, produceVersion, nowMs)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if dup, r, err := p.checkLocked(&pr); err != nil || dup {
+		return r, err
+	}
+	return p.appendCheckedLocked(pr.b, pr.pb, pr.attributes, pr.logAppendTime, nowMs)
+}
+
+// prepared is a produced batch that passed validation, ready for the
+// partition lock.
+type prepared struct {
+	b             []byte
+	pb            ProducerBatch
+	attributes    int16
+	logAppendTime bool
+}
+
+// prepare does what Append does before the partition lock: it validates
+// records against the topic's configuration and fixes the header's max
+// timestamp as Kafka's LogValidator does.
+func (p *Partition) prepare(records []byte, produceVersion int16, nowMs int64) (prepared, error) {
 	cfg := p.cfg.Load()
 	opts := batch.ValidateOptions{
 		MaxMessageBytes: cfg.MaxMessageBytes,
@@ -256,38 +282,47 @@ func (p *Partition) Append(records []byte, produceVersion int16, nowMs int64) (A
 	}
 	info, err := batch.Validate(records, opts)
 	if err != nil {
-		return AppendResult{}, err
+		return prepared{}, err
 	}
 	b := records[:info.Size()]
 	if !cfg.LogAppendTime && info.Walked && info.MaxRecordTimestamp != info.MaxTimestamp {
 		// Kafka's LogValidator rewrites a wrong header MaxTimestamp.
 		if err := batch.SetMaxTimestamp(b, info.MaxRecordTimestamp); err != nil {
-			return AppendResult{}, err
+			return prepared{}, err
 		}
 		info.MaxTimestamp = info.MaxRecordTimestamp
 	}
-	pb := ProducerBatch{
-		ProducerID:      info.ProducerID,
-		ProducerEpoch:   info.ProducerEpoch,
-		BaseSequence:    info.BaseSequence,
-		LastOffsetDelta: info.LastOffsetDelta,
-		MaxTimestamp:    info.MaxTimestamp,
-		Transactional:   info.IsTransactional(),
-	}
+	return prepared{
+		b: b,
+		pb: ProducerBatch{
+			ProducerID:      info.ProducerID,
+			ProducerEpoch:   info.ProducerEpoch,
+			BaseSequence:    info.BaseSequence,
+			LastOffsetDelta: info.LastOffsetDelta,
+			MaxTimestamp:    info.MaxTimestamp,
+			Transactional:   info.IsTransactional(),
+		},
+		attributes:    info.Attributes,
+		logAppendTime: cfg.LogAppendTime,
+	}, nil
+}
 
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// checkLocked is the first step under the partition lock: the partition
+// must be writable and the batch acceptable to its producer's state. A
+// retry of a stored batch is answered (dup, with the original's result)
+// and not written.
+func (p *Partition) checkLocked(pr *prepared) (dup bool, r AppendResult, err error) {
 	if err := p.writableLocked("append"); err != nil {
-		return AppendResult{}, err
+		return false, AppendResult{}, err
 	}
-	dup, first, _, err := p.mu.producers.Check(pb)
+	dup, first, _, err := p.mu.producers.Check(pr.pb)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("partition: append %s-%d: %w", p.topic, p.index, err)
+		return false, AppendResult{}, fmt.Errorf("partition: append %s-%d: %w", p.topic, p.index, err)
 	}
 	if dup {
-		return p.duplicateLocked(pb.ProducerID, first, cfg.LogAppendTime), nil
+		return true, p.duplicateLocked(pr.pb.ProducerID, first, pr.logAppendTime), nil
 	}
-	return p.appendCheckedLocked(b, pb, info.Attributes, cfg.LogAppendTime, nowMs)
+	return false, AppendResult{}, nil
 }
 
 // appendCheckedLocked ends Append and AppendCoordinator once the batch b
@@ -298,15 +333,21 @@ func (p *Partition) appendCheckedLocked(b []byte, pb ProducerBatch, attributes i
 	if err != nil {
 		return AppendResult{}, err
 	}
+	return p.finishLocked(w, pb, len(b), logAppendTime, nowMs), nil
+}
+
+// finishLocked ends the append of a written data batch of size bytes:
+// producer state, traffic counters, and its publication.
+func (p *Partition) finishLocked(w written, pb ProducerBatch, size int, logAppendTime bool, nowMs int64) AppendResult {
 	if logAppendTime {
 		// Producer state remembers the stamped time: a retry of this batch
 		// is answered with it (Kafka's BatchMetadata.timestamp).
 		pb.MaxTimestamp = w.appendTime
 	}
 	p.updateProducerLocked(pb, w.base, nowMs)
-	p.traffic.BytesIn.Add(int64(len(b)))
+	p.traffic.BytesIn.Add(int64(size))
 	p.traffic.RecordsIn.Add(int64(pb.LastOffsetDelta) + 1) // validated equal to NumRecords
-	return p.publishLocked(w), nil
+	return p.publishLocked(w)
 }
 
 // written is where writeLocked put a batch.
@@ -325,24 +366,45 @@ type written struct {
 // in that order, so that a transaction the batch opens holds the last
 // stable offset before the batch can become visible. The caller holds mu.
 func (p *Partition) writeLocked(b []byte, lastOffsetDelta int32, attributes int16, maxTimestamp int64, logAppendTime bool, nowMs int64) (written, error) {
-	w := written{base: p.mu.next, appendTime: -1}
-	if logAppendTime {
-		w.appendTime, maxTimestamp = nowMs, nowMs
-	}
-	if err := batch.Stamp(b, w.base, 0, w.appendTime); err != nil {
+	w, err := p.stageLocked(b, logAppendTime, nowMs)
+	if err != nil {
 		return written{}, err
-	}
-	// A new consume-queue file first: a full disk must refuse the batch
-	// before it is in the commit log, not once it is there unindexed.
-	if err := p.cq.Reserve(w.base); err != nil {
-		return written{}, storageError(fmt.Sprintf("index %s-%d", p.topic, p.index), err)
 	}
 	res, err := p.store.clog.Append(p.key[:], b)
 	if err != nil {
 		return written{}, storageError(fmt.Sprintf("append %s-%d", p.topic, p.index), err)
 	}
+	return p.indexLocked(w, res, len(b), lastOffsetDelta, attributes, maxTimestamp)
+}
+
+// stageLocked readies the batch b for the commit log at the log end: it
+// stamps it (base offset, leader epoch, the broker's time on
+// LogAppendTime topics) and makes sure its consume-queue entry has a
+// file, so that a full disk refuses the batch before it is in the commit
+// log, not once it is there unindexed. The caller holds mu.
+func (p *Partition) stageLocked(b []byte, logAppendTime bool, nowMs int64) (written, error) {
+	w := written{base: p.mu.next, appendTime: -1}
+	if logAppendTime {
+		w.appendTime = nowMs
+	}
+	if err := batch.Stamp(b, w.base, 0, w.appendTime); err != nil {
+		return written{}, err
+	}
+	if err := p.cq.Reserve(w.base); err != nil {
+		return written{}, storageError(fmt.Sprintf("index %s-%d", p.topic, p.index), err)
+	}
+	return w, nil
+}
+
+// indexLocked ends the write of a staged batch of size bytes that the
+// commit log stored at res: its consume-queue entry, and the log end. The
+// caller holds mu.
+func (p *Partition) indexLocked(w written, res klog.AppendResult, size int, lastOffsetDelta int32, attributes int16, maxTimestamp int64) (written, error) {
+	if w.appendTime >= 0 {
+		maxTimestamp = w.appendTime
+	}
 	payloadPos := res.Pos + int64(p.store.clog.HeaderSize())
-	if err := p.cq.Append(payloadPos, int32(len(b)), w.base, lastOffsetDelta, attributes, maxTimestamp); err != nil {
+	if err := p.cq.Append(payloadPos, int32(size), w.base, lastOffsetDelta, attributes, maxTimestamp); err != nil {
 		// The entry is in the commit log but not indexed: recovery will
 		// index it, but this run cannot serve the partition consistently.
 		p.mu.err = storageError(fmt.Sprintf("index %s-%d", p.topic, p.index), err)

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,15 +25,40 @@ const growStep = 64 << 10
 // ReadSize reads the 4-byte size prefix of the next frame and checks it
 // against max before anything is allocated.
 func ReadSize(r io.Reader, max int32) (int32, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return 0, err
+	var n int32
+	if br, ok := r.(*bufio.Reader); ok {
+		// A connection's reader: the prefix is read in place, so that
+		// reading it allocates nothing (the array of the general path
+		// escapes through io.ReadFull and costs an allocation per
+		// request).
+		hdr, err := br.Peek(4)
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(hdr) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		n = int32(binary.BigEndian.Uint32(hdr))
+		br.Discard(4)
+	} else {
+		var err error
+		if n, err = readSize(r); err != nil {
+			return 0, err
+		}
 	}
-	n := int32(binary.BigEndian.Uint32(hdr[:]))
 	if n < 0 || n > max {
 		return n, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, max)
 	}
 	return n, nil
+}
+
+// readSize reads a size prefix from any reader.
+func readSize(r io.Reader) (int32, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, err
+	}
+	return int32(binary.BigEndian.Uint32(hdr[:])), nil
 }
 
 // ReadBody reads a frame body of n bytes (from ReadSize) into buf, reusing

@@ -1,9 +1,11 @@
 package protocol
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"testing"
@@ -29,15 +31,46 @@ func TestReadSize(t *testing.T) {
 		{"short", []byte{0, 0}, 0, io.ErrUnexpectedEOF},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ReadSize(bytes.NewReader(tt.in), limit)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("ReadSize: got error %v, want %v", err, tt.wantErr)
-			}
-			if err == nil && got != tt.want {
-				t.Fatalf("ReadSize: got %d, want %d", got, tt.want)
-			}
-		})
+		// A plain reader takes the general path, a bufio.Reader (what
+		// connections use) the in-place one: both must agree.
+		for _, buffered := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/buffered=%v", tt.name, buffered), func(t *testing.T) {
+				var r io.Reader = bytes.NewReader(tt.in)
+				if buffered {
+					r = bufio.NewReader(r)
+				}
+				got, err := ReadSize(r, limit)
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("ReadSize: got error %v, want %v", err, tt.wantErr)
+				}
+				if err == nil && got != tt.want {
+					t.Fatalf("ReadSize: got %d, want %d", got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// TestReadSizeConsumes: on a buffered reader the prefix is consumed and
+// the body follows, with no allocation.
+func TestReadSizeConsumes(t *testing.T) {
+	in := append(binary.BigEndian.AppendUint32(nil, 3), "abc"...)
+	r := bytes.NewReader(nil)
+	br := bufio.NewReader(r)
+	body := make([]byte, 3)
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset(in)
+		br.Reset(r)
+		n, err := ReadSize(br, 1<<20)
+		if err != nil || n != 3 {
+			t.Fatalf("ReadSize: got %d, %v, want 3", n, err)
+		}
+		if _, err := io.ReadFull(br, body); err != nil || string(body) != "abc" {
+			t.Fatalf("body: got %q, %v", body, err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("ReadSize on a bufio.Reader: got %v allocations, want 0", allocs)
 	}
 }
 

@@ -25,7 +25,13 @@ type Header struct {
 // correlation id and client id. It returns the rest of the frame, which
 // still holds the header's tagged fields when the request version is
 // flexible (see SkipTags).
-func ParseHeader(frame []byte) (Header, []byte, error) {
+func ParseHeader(frame []byte) (Header, []byte, error) { return ParseHeaderReusing(frame, nil) }
+
+// ParseHeaderReusing is ParseHeader for a connection's reader: when the
+// client id equals *last (the previous request's, which it almost always
+// is), the header's ClientID is last itself, so that no string is
+// allocated per request. last may be nil.
+func ParseHeaderReusing(frame []byte, last *string) (Header, []byte, error) {
 	if len(frame) < 10 {
 		return Header{}, nil, fmt.Errorf("%w: header of %d bytes", ErrMalformed, len(frame))
 	}
@@ -40,8 +46,12 @@ func ParseHeader(frame []byte) (Header, []byte, error) {
 		if int(n) > len(rest) {
 			return h, nil, fmt.Errorf("%w: client id of %d bytes, %d left", ErrMalformed, n, len(rest))
 		}
-		s := string(rest[:n])
-		h.ClientID = &s
+		if id := rest[:n]; last != nil && *last == string(id) {
+			h.ClientID = last
+		} else {
+			s := string(id)
+			h.ClientID = &s
+		}
 		rest = rest[n:]
 	} else if n != -1 {
 		return h, nil, fmt.Errorf("%w: client id length %d", ErrMalformed, n)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -14,6 +15,9 @@ import (
 type consumeCase struct {
 	from  produceCase
 	group bool
+	// members is the number of group members (clients) reading at once;
+	// 0 is one.
+	members int
 }
 
 func (c consumeCase) name() string {
@@ -21,14 +25,20 @@ func (c consumeCase) name() string {
 	if c.group {
 		how = "group"
 	}
+	if c.members > 1 {
+		how += fmt.Sprintf(" of %d", c.members)
+	}
 	return how + ", " + c.from.name()
 }
 
 // consumeCases are measured in this order, after the produce cases that
 // wrote their topics.
 var consumeCases = []consumeCase{
-	{from: produceCase{100, 1}}, {from: produceCase{1024, 1}},
-	{from: produceCase{100, 8}, group: true}, {from: produceCase{1024, 8}, group: true},
+	{from: produceCase{100, 1, 1}}, {from: produceCase{1024, 1, 1}},
+	{from: produceCase{100, 8, 1}, group: true}, {from: produceCase{1024, 8, 1}, group: true},
+	// One kgo consumer decoding 100 B records is the limit of the cases
+	// above (a core of client CPU); four members share the decoding.
+	{from: produceCase{100, 8, 1}, group: true, members: 4}, {from: produceCase{1024, 8, 1}, group: true, members: 4},
 }
 
 // runConsume reads the whole topic of c.from (written by runProduce) with one kgo client (kgo's
@@ -70,6 +80,9 @@ func runConsume(ctx context.Context, bp *brokerProc, c consumeCase, topic string
 // and returns the bytes of their values and the time to the first record.
 // pass makes the group name unique.
 func consumeAll(ctx context.Context, addr string, c consumeCase, topic string, want int64, pass int) (int64, time.Duration, error) {
+	if c.members > 1 {
+		return consumeGroup(ctx, addr, c, topic, pass)
+	}
 	opts := []kgo.Opt{kgo.SeedBrokers(addr)}
 	if c.group {
 		opts = append(opts, kgo.ConsumerGroup(fmt.Sprintf("kbench-%s-%d-%d", topic, time.Now().UnixNano(), pass)),
@@ -128,4 +141,115 @@ func topicRecords(ctx context.Context, addr, topic string) (int64, error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// consumeGroup reads topic from its start with c.members clients in one
+// new group, until every partition has been read to its end offset, and
+// returns the bytes of the record values read to the end (each offset
+// once) and the time to the first record. A member that joins late takes
+// partitions over from the last committed offsets, so a few records may
+// be read twice; they cost the broker, but count once.
+func consumeGroup(ctx context.Context, addr string, c consumeCase, topic string, pass int) (int64, time.Duration, error) {
+	ends, err := endOffsets(ctx, addr, topic)
+	if err != nil {
+		return 0, 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	group := fmt.Sprintf("kbench-%s-%d-%d", topic, time.Now().UnixNano(), pass)
+	var (
+		mu      sync.Mutex
+		next    = map[int32]int64{} // per partition, one past the highest offset read
+		left    = len(ends)
+		payload int64
+		first   time.Duration
+		done    = make(chan struct{})
+	)
+	for p, end := range ends {
+		if end == 0 {
+			left--
+		}
+		next[p] = 0
+	}
+	if left == 0 {
+		return 0, 0, nil
+	}
+	start := time.Now()
+	errs := make(chan error, c.members)
+	var wg sync.WaitGroup
+	for range c.members {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return 0, 0, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			for {
+				fs := cl.PollFetches(ctx)
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := fs.Err0(); err != nil {
+					errs <- fmt.Errorf("consume %s: %w", topic, err)
+					return
+				}
+				mu.Lock()
+				if first == 0 && !fs.Empty() {
+					first = time.Since(start)
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					if r.Offset < next[r.Partition] {
+						return // read again after a rebalance
+					}
+					next[r.Partition] = r.Offset + 1
+					payload += int64(len(r.Value))
+					if r.Offset+1 == ends[r.Partition] {
+						if left--; left == 0 {
+							close(done)
+						}
+					}
+				})
+				mu.Unlock()
+			}
+		}()
+	}
+	select {
+	case <-done:
+	case err := <-errs:
+		cancel()
+		wg.Wait()
+		return 0, 0, err
+	case <-ctx.Done():
+		wg.Wait()
+		return 0, 0, fmt.Errorf("consume %s: %w", topic, ctx.Err())
+	}
+	cancel() // the members' polls return
+	wg.Wait()
+	return payload, first, nil
+}
+
+// endOffsets is each partition's end offset.
+func endOffsets(ctx context.Context, addr, topic string) (map[int32]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	listed, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := listed.Error(); err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	listed.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
 }

@@ -35,14 +35,16 @@
 // ratios kbroker/kfake. Workloads (--only):
 //
 //   - produce: 100 B and 1 KiB records to 1 and 8 partitions, one kgo
-//     client (acks=all, idempotent, linger 0, no compression) as fast as
-//     it goes: records/s, MB/s, the produce requests' round trips (ack
+//     client (acks=all, idempotent, linger 0, no compression), to 64
+//     partitions from 8 clients, and 1 KiB records to 1,000 partitions,
+//     as fast as they go: records/s, MB/s, the produce requests' round trips (ack
 //     p50/p99: from writing a request to reading its response, kgo's
 //     BrokerE2E hook), broker and client CPU seconds per GB of record
 //     values, and the broker's Go heap allocation per GB;
 //   - consume: the produce cases' topics read back from the start, by
 //     direct partition assignment (1 partition) and through a consumer
-//     group (8 partitions), a new client per pass;
+//     group of one and of four members (8 partitions), new clients per
+//     pass;
 //   - e2e: 1 KiB records at a fixed rate (10 k records/s) from one client
 //     to another through a one-partition topic: latency p50/p99/p99.9
 //     from the Produce call to the record's arrival in PollFetches;

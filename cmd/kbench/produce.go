@@ -13,14 +13,21 @@ import (
 )
 
 // produceCase is one produce measurement: records of size bytes to a
-// topic of partitions partitions.
+// topic of partitions partitions, from producers clients at once (0: one).
 type produceCase struct {
-	size, partitions int
+	size, partitions, producers int
 }
 
 func (c produceCase) name() string {
-	return fmt.Sprintf("%s × %d partition%s", sizeName(c.size), c.partitions, plural(c.partitions))
+	n := fmt.Sprintf("%s × %d partition%s", sizeName(c.size), c.partitions, plural(c.partitions))
+	if c.producers > 1 {
+		n += fmt.Sprintf(", %d producers", c.producers)
+	}
+	return n
 }
+
+// clients is the number of producing clients.
+func (c produceCase) clients() int { return max(c.producers, 1) }
 
 // topic is the case's topic in a run and round (tag); the consume cases
 // read it again.
@@ -28,8 +35,14 @@ func (c produceCase) topic(tag string) string {
 	return fmt.Sprintf("produce-%d-%d-%s", c.size, c.partitions, tag)
 }
 
-// produceCases are measured in this order.
-var produceCases = []produceCase{{100, 1}, {1024, 1}, {100, 8}, {1024, 8}}
+// produceCases are measured in this order. The many-partition cases are
+// issue 18's (64 partitions, 8 producers: requests that each carry
+// batches for several partitions, from several connections at once) and
+// issue 15's (1,000 partitions against one: what spreading costs).
+var produceCases = []produceCase{
+	{100, 1, 1}, {1024, 1, 1}, {100, 8, 1}, {1024, 8, 1},
+	{100, 64, 8}, {1024, 64, 8}, {1024, 1000, 1},
+}
 
 // produceOpts are the producer settings of every produce measurement:
 // kgo's defaults (acks=all, idempotent, up to 5 requests in flight,
@@ -51,21 +64,35 @@ func runProduce(ctx context.Context, bp *brokerProc, c produceCase, topic string
 		return nil, err
 	}
 	rtt := &latencies{}
-	cl, err := kgo.NewClient(append(produceOpts(bp.addr), kgo.DefaultProduceTopic(topic),
-		kgo.WithHooks(produceRTTHook{rtt}))...)
-	if err != nil {
-		return nil, err
+	var cls []*kgo.Client
+	defer func() {
+		for _, cl := range cls {
+			cl.Close()
+		}
+	}()
+	for range c.clients() {
+		// Records carry no partition: each client spreads them with kgo's
+		// default (sticky) partitioner.
+		cl, err := kgo.NewClient(append(produceOpts(bp.addr), kgo.DefaultProduceTopic(topic),
+			kgo.WithHooks(produceRTTHook{rtt}))...)
+		if err != nil {
+			return nil, err
+		}
+		cls = append(cls, cl)
 	}
-	defer cl.Close()
 	value := randomValue(c.size)
-	// Warm-up: connection, producer id, metadata.
-	if err := produceN(ctx, []*kgo.Client{cl}, value, 1000); err != nil {
+	// Warm-up: connections, producer ids, metadata, and the first 16 MB
+	// (at least 1,000 records), so that the producers' requests have
+	// grown to the size they keep and the broker's buffers with them:
+	// the window measures the steady state.
+	warm := max(1000*int64(len(cls)), min(volume/16, 16e6)/int64(c.size))
+	if err := produceN(ctx, cls, value, warm); err != nil {
 		return nil, err
 	}
 	n := volume / int64(c.size)
 	m := startMeasure(bp)
 	rtt.start()
-	if err := produceN(ctx, []*kgo.Client{cl}, value, n); err != nil {
+	if err := produceN(ctx, cls, value, n); err != nil {
 		return nil, err
 	}
 	out := m.finish(n * int64(c.size))

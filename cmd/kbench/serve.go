@@ -194,12 +194,15 @@ func serveCommands(in io.Reader, out io.Writer) {
 	}
 }
 
-// writeAllocs writes the allocation profile so far to path.
+// writeAllocs writes the allocation profile so far to path. The profile
+// counts allocations as of the last garbage collection, so one runs
+// first: a window without one would otherwise show nothing.
 func writeAllocs(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	runtime.GC()
 	return pprof.Lookup("allocs").WriteTo(f, 0)
 }

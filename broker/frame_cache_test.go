@@ -1,0 +1,77 @@
+package broker
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestFrameCacheBestFit: get hands out the smallest buffer that holds the
+// request, else the largest (to grow from), else nil.
+func TestFrameCacheBestFit(t *testing.T) {
+	var fc frameCache
+	if b := fc.get(1 << 20); b != nil {
+		t.Fatalf("empty cache: got a buffer of %d bytes", cap(b))
+	}
+	for _, size := range []int{4 << 20, 2 << 20, 8 << 20} {
+		fc.put(make([]byte, 10, size))
+	}
+	if b := fc.get(3 << 20); cap(b) != 4<<20 || len(b) != 0 {
+		t.Fatalf("get(3 MiB): got len %d cap %d, want 0 and 4 MiB", len(b), cap(b))
+	}
+	if b := fc.get(16 << 20); cap(b) != 8<<20 {
+		t.Fatalf("get(16 MiB): got cap %d, want the largest, 8 MiB", cap(b))
+	}
+	if n, bytes := fc.cached(); n != 1 || bytes != 2<<20 {
+		t.Fatalf("got %d buffers, %d bytes cached, want 1 of 2 MiB", n, bytes)
+	}
+}
+
+// TestFrameCacheBounds: the cache holds at most frameCacheBytes and
+// frameCacheCount buffers, evicting the oldest, and drops a buffer larger
+// than itself.
+func TestFrameCacheBounds(t *testing.T) {
+	var fc frameCache
+	fc.put(make([]byte, 0, frameCacheBytes+1))
+	if n, _ := fc.cached(); n != 0 {
+		t.Fatalf("a buffer larger than the cache was kept")
+	}
+	for range frameCacheCount + 3 {
+		fc.put(make([]byte, 0, 2<<20))
+	}
+	if n, bytes := fc.cached(); n != frameCacheCount || bytes != frameCacheCount*2<<20 {
+		t.Fatalf("got %d buffers, %d bytes, want %d", n, bytes, frameCacheCount)
+	}
+	fc.put(make([]byte, 0, frameCacheBytes-4<<20))
+	if n, bytes := fc.cached(); bytes > frameCacheBytes || n != 3 {
+		t.Fatalf("got %d buffers, %d bytes, want 3 within %d", n, bytes, frameCacheBytes)
+	}
+}
+
+// TestFrameCacheIdle: buffers unused for frameIdle go, so an idle broker
+// holds none, while one in use stays.
+func TestFrameCacheIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var fc frameCache
+		fc.put(make([]byte, 0, 2<<20))
+		time.Sleep(frameIdle / 2)
+		fc.put(make([]byte, 0, 4<<20))
+		time.Sleep(frameIdle/2 + time.Millisecond)
+		synctest.Wait()
+		if n, bytes := fc.cached(); n != 1 || bytes != 4<<20 {
+			t.Fatalf("after %v: got %d buffers, %d bytes, want the younger one", frameIdle, n, bytes)
+		}
+		time.Sleep(frameIdle)
+		synctest.Wait()
+		if n, _ := fc.cached(); n != 0 {
+			t.Fatalf("after %v idle: %d buffers still cached", 2*frameIdle, n)
+		}
+		// The sweep stopped; a new put starts another.
+		fc.put(make([]byte, 0, 2<<20))
+		time.Sleep(2 * frameIdle)
+		synctest.Wait()
+		if n, _ := fc.cached(); n != 0 {
+			t.Fatalf("%d buffers cached after the second sweep", n)
+		}
+	})
+}
