@@ -47,6 +47,11 @@ type Broker struct {
 	// a group first needs it (groupOffsets).
 	offsets   atomic.Pointer[offsets.Store]
 	offsetsMu sync.Mutex
+	// groupRecordMu makes taking a group's state and appending its
+	// records one step, so that the records of __consumer_offsets follow
+	// the order of the states they describe (onGroupState). Lock order:
+	// groupRecordMu, then the coordinators' locks, then the log's.
+	groupRecordMu sync.Mutex
 	// txns is the transaction coordinator, opened at start-up or when a
 	// transaction first needs it (transactions).
 	txns   atomic.Pointer[txn.Coordinator]

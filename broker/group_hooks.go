@@ -3,9 +3,11 @@ package broker
 import (
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
@@ -46,7 +48,7 @@ func (b *Broker) groupOffsets(create bool) (*offsets.Store, error) {
 		return nil, err
 	}
 	for _, g := range s.Groups() {
-		b.groups.Restore(g.Group, g.ProtocolType, g.Generation)
+		b.groups.Restore(restoredGroup(g))
 	}
 	b.groups.SetOffsetsHooks(group.OffsetsHooks{
 		// An Empty consumer group lingers while it has offsets: they
@@ -153,27 +155,62 @@ func (b *Broker) committedOffsets() (*offsets.Store, error) {
 	return s, nil
 }
 
-// onGroupState records each generation and each emptying of a group in
-// __consumer_offsets, as Kafka writes group metadata, so that a restart
-// knows the group and since when it has been empty. A group that moved on
-// before the hook ran is recorded by the hook of its newer state.
+// onGroupState records each generation, each replacement of a static
+// member and each emptying of a classic group in __consumer_offsets, as
+// Kafka writes group metadata, so that a restart brings the group back
+// with its members (restoredGroup) and knows since when it has been empty.
+// The group's record is taken when the hook runs, so a group that moved on
+// meanwhile is recorded as it is now, and one in a rebalance is not
+// recorded (the rebalance's end will be); groupRecordMu keeps the records
+// of concurrent hooks in the order of the states they saw.
+//
+// Kafka appends the record before it answers the SyncGroup and fails the
+// generation if the append fails; here the answer goes first and a failed
+// append is logged: after a crash in between, the members find their
+// group at its previous record and rejoin.
 func (b *Broker) onGroupState(groupID string, s group.State) {
 	store := b.offsets.Load()
 	if s == group.Dead || store == nil {
 		return // DeleteGroups and expiry write the tombstones
 	}
-	d, err := b.groups.Describe(groupID)
-	if err != nil || d.State != s {
+	b.groupRecordMu.Lock()
+	defer b.groupRecordMu.Unlock()
+	r, ok := b.groups.Record(groupID)
+	if !ok {
 		return
 	}
-	rec := offsets.GroupRecord{Group: groupID, ProtocolType: d.ProtocolType, Generation: d.Generation, Protocol: d.Protocol, Leader: d.Leader}
-	for _, m := range d.Members {
+	rec := offsets.GroupRecord{Group: groupID, ProtocolType: r.ProtocolType, Generation: r.Generation, Protocol: r.Protocol, Leader: r.Leader}
+	for _, m := range r.Members {
 		rec.Members = append(rec.Members, offsets.Member{
 			MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
-			Subscription: m.Metadata, Assignment: m.Assignment,
+			SessionTimeoutMs: clampMillis(m.SessionTimeout), RebalanceTimeoutMs: clampMillis(m.RebalanceTimeout),
+			Subscription: m.Subscription, Assignment: m.Assignment,
 		})
 	}
 	store.RecordGroup(rec)
+}
+
+// restoredGroup is the classic group a stored group comes back as.
+func restoredGroup(g offsets.GroupInfo) group.Record {
+	r := group.Record{Group: g.Group, ProtocolType: g.ProtocolType, Generation: g.Generation}
+	if !g.HasRecord {
+		return r
+	}
+	r.Protocol, r.Leader = g.Record.Protocol, g.Record.Leader
+	for _, m := range g.Record.Members {
+		r.Members = append(r.Members, group.RecordMember{
+			MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			SessionTimeout:   time.Duration(m.SessionTimeoutMs) * time.Millisecond,
+			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMs) * time.Millisecond,
+			Subscription:     m.Subscription, Assignment: m.Assignment,
+		})
+	}
+	return r
+}
+
+// clampMillis is d in milliseconds as an int32 field holds it.
+func clampMillis(d time.Duration) int32 {
+	return int32(min(d.Milliseconds(), math.MaxInt32))
 }
 
 // groupActive tells the offsets store whether a group, classic or

@@ -32,8 +32,9 @@ type Member struct {
 	Subscription, Assignment                   []byte
 }
 
-// GroupRecord is what a group metadata record says of a group after a
-// rebalance or when it empties: an empty Members means the group is empty.
+// GroupRecord is what a group metadata record says of a classic group
+// after a rebalance, when a static member was replaced, or when it
+// empties: an empty Members means the group is empty.
 type GroupRecord struct {
 	Group        string
 	ProtocolType string
@@ -192,4 +193,36 @@ func decodeRec(key, value []byte) (r rec, ok bool, err error) {
 		return r, true, nil
 	}
 	return rec{}, false, nil
+}
+
+// decodeGroupRecord decodes a stored GroupMetadataValue of group.
+func decodeGroupRecord(group string, meta []byte) (GroupRecord, error) {
+	var v kmsg.GroupMetadataValue
+	if err := v.ReadFrom(meta); err != nil {
+		return GroupRecord{}, fmt.Errorf("offsets: group metadata value for %s: %w", group, err)
+	}
+	g := GroupRecord{Group: group, ProtocolType: v.ProtocolType, Generation: v.Generation}
+	if v.Protocol != nil {
+		g.Protocol = *v.Protocol
+	}
+	if v.Leader != nil {
+		g.Leader = *v.Leader
+	}
+	for _, vm := range v.Members {
+		m := Member{
+			MemberID: vm.MemberID, ClientID: vm.ClientID, ClientHost: vm.ClientHost,
+			SessionTimeoutMs: vm.SessionTimeoutMillis, RebalanceTimeoutMs: vm.RebalanceTimeoutMillis,
+			Subscription: vm.Subscription, Assignment: vm.Assignment,
+		}
+		if v.Version == 0 {
+			// v0 has one timeout, the session timeout, which then
+			// bounds the rebalance too (MemberMetadata's default).
+			m.RebalanceTimeoutMs = m.SessionTimeoutMs
+		}
+		if vm.InstanceID != nil {
+			m.InstanceID = *vm.InstanceID
+		}
+		g.Members = append(g.Members, m)
+	}
+	return g, nil
 }

@@ -67,9 +67,9 @@ type groupState struct {
 	meta         []byte
 	protocolType string
 	generation   int32
-	// empty is whether the group had no members at its last record (and,
-	// after a restart, always: members do not survive one); emptySince is
-	// from when.
+	// empty is whether the group had no members at its last record
+	// (members survive a restart: the coordinator restores them from
+	// the record); emptySince is from when.
 	empty      bool
 	emptySince int64
 }
@@ -96,13 +96,6 @@ func Open(cfg Config, ps *partition.Store, parts []*partition.Partition, hooks H
 		return nil, err
 	}
 	s.log = l
-	// Members do not survive a restart: every group is empty from now.
-	now := cfg.Now().UnixMilli()
-	for _, g := range s.mu.groups {
-		if !g.empty {
-			g.empty, g.emptySince = true, now
-		}
-	}
 	lg.Info("group offsets loaded", zap.Int("groups", len(s.mu.groups)), zap.Bool("snapshot", ld.Snapshot),
 		zap.Int("replayed", ld.Replayed), zap.Duration("took", time.Since(start)))
 	s.wg.Add(1)
