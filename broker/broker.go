@@ -194,7 +194,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = store
-	if b.groups, err = group.New(cfg.groupConfig(), group.WithStateHook(b.onGroupState)); err != nil {
+	if b.groups, err = group.New(cfg.groupConfig(), group.WithStateHook(b.onGroupState), group.WithConsumerChangeHook(b.onConsumerGroupChange)); err != nil {
 		store.Close()
 		reg.Close()
 		return nil, fmt.Errorf("broker: group coordinator: %w", err)

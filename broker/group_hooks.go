@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"math"
@@ -48,7 +49,11 @@ func (b *Broker) groupOffsets(create bool) (*offsets.Store, error) {
 		return nil, err
 	}
 	for _, g := range s.Groups() {
-		b.groups.Restore(restoredGroup(g))
+		if g.Consumer != nil {
+			b.groups.Consumer().Restore(restoredConsumerGroup(g.Consumer))
+		} else {
+			b.groups.Restore(restoredGroup(g))
+		}
 	}
 	b.groups.SetOffsetsHooks(group.OffsetsHooks{
 		// An Empty consumer group lingers while it has offsets: they
@@ -188,6 +193,99 @@ func (b *Broker) onGroupState(groupID string, s group.State) {
 		})
 	}
 	store.RecordGroup(rec)
+}
+
+// onConsumerGroupChange records a consumer group (KIP-848) in
+// __consumer_offsets after a change, as Kafka writes its records with the
+// heartbeat that made the change: the records that changed since the
+// group was last recorded, tombstones for members gone, and tombstones for
+// everything when the group was deleted. groupRecordMu keeps the records
+// in the order of the states taken. As for classic groups, the response
+// goes out before the append (Kafka appends first).
+func (b *Broker) onConsumerGroupChange(groupID string) {
+	store := b.offsets.Load()
+	if store == nil {
+		return
+	}
+	b.groupRecordMu.Lock()
+	defer b.groupRecordMu.Unlock()
+	r, ok := b.groups.Consumer().Record(groupID)
+	if !ok {
+		store.RecordConsumerGroup(groupID, nil)
+		return
+	}
+	cg := &offsets.ConsumerGroup{Group: groupID, Epoch: r.Epoch, AssignmentEpoch: r.AssignmentEpoch}
+	for _, t := range r.Topics {
+		cg.Topics = append(cg.Topics, offsets.ConsumerTopic{ID: t.ID, Name: t.Name, Partitions: t.Partitions})
+	}
+	for _, m := range r.Members {
+		cg.Members = append(cg.Members, offsets.ConsumerMember{
+			MemberID: m.MemberID, InstanceID: m.InstanceID, RackID: m.RackID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			SubscribedTopicNames: m.TopicNames, SubscribedTopicRegex: m.Regex, ServerAssignor: m.ServerAssignor,
+			RebalanceTimeoutMs: rebalanceMillis(m.RebalanceTimeout),
+			MemberEpoch:        m.Epoch, PreviousMemberEpoch: m.PreviousEpoch, State: int8(m.State),
+			Assigned: storedAssignment(m.Assigned), PendingRevocation: storedAssignment(m.PendingRevocation),
+			Target: storedAssignment(m.Target),
+		})
+	}
+	store.RecordConsumerGroup(groupID, cg)
+}
+
+// rebalanceMillis is a consumer member's rebalance timeout as its record
+// holds it: -1 (Kafka's default) when the member never gave one.
+func rebalanceMillis(d time.Duration) int32 {
+	if d < 0 {
+		return -1
+	}
+	return clampMillis(d)
+}
+
+// storedAssignment is an assignment as the records hold it, by topic id.
+func storedAssignment(a consumer.Assignment) []offsets.TopicPartitions {
+	ids := slices.SortedFunc(maps.Keys(a), func(x, y consumer.TopicID) int { return bytes.Compare(x[:], y[:]) })
+	out := make([]offsets.TopicPartitions, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, offsets.TopicPartitions{TopicID: id, Partitions: a[id]})
+	}
+	return out
+}
+
+// restoredConsumerGroup is the consumer group stored records describe.
+func restoredConsumerGroup(cg *offsets.ConsumerGroup) consumer.Record {
+	r := consumer.Record{Group: cg.Group, Epoch: cg.Epoch, AssignmentEpoch: cg.AssignmentEpoch}
+	for _, t := range cg.Topics {
+		r.Topics = append(r.Topics, consumer.Topic{ID: t.ID, Name: t.Name, Partitions: t.Partitions})
+	}
+	for _, m := range cg.Members {
+		rebalance := time.Duration(m.RebalanceTimeoutMs) * time.Millisecond
+		if m.RebalanceTimeoutMs < 0 {
+			rebalance = -1
+		}
+		r.Members = append(r.Members, consumer.MemberRecord{
+			MemberID: m.MemberID, InstanceID: m.InstanceID, RackID: m.RackID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			TopicNames: m.SubscribedTopicNames, Regex: m.SubscribedTopicRegex, ServerAssignor: m.ServerAssignor,
+			RebalanceTimeout: rebalance,
+			Epoch:            m.MemberEpoch, PreviousEpoch: m.PreviousMemberEpoch, State: consumer.MemberState(m.State),
+			Assigned: loadedAssignment(m.Assigned), PendingRevocation: loadedAssignment(m.PendingRevocation),
+			Target: loadedAssignment(m.Target),
+		})
+	}
+	return r
+}
+
+// loadedAssignment is a stored assignment as the coordinator holds it:
+// each topic's partitions sorted and distinct, empty topics dropped.
+func loadedAssignment(tps []offsets.TopicPartitions) consumer.Assignment {
+	a := consumer.Assignment{}
+	for _, tp := range tps {
+		if len(tp.Partitions) == 0 {
+			continue
+		}
+		ps := append(a[tp.TopicID], tp.Partitions...)
+		slices.Sort(ps)
+		a[tp.TopicID] = slices.Compact(ps)
+	}
+	return a
 }
 
 // restoredGroup is the classic group a stored group comes back as.

@@ -114,7 +114,7 @@ func (m *saramaMember) session() (string, int32, int) {
 // of the same generation (or member epoch), with no rebalance callback,
 // every record exactly once: they had committed everything before each
 // restart, so there is no uncommitted tail to read again.
-func runGroupPersistScenario(t *testing.T, b restartable, start func(t *testing.T, addr, group, topic, name string, tally *groupTally) persistMember) {
+func runGroupPersistScenario(t *testing.T, b restartable, kip848 bool, start func(t *testing.T, addr, group, topic, name string, tally *groupTally) persistMember) {
 	const partitions = 4
 	topic, group := topicName(t), groupName(t)
 	adm := newAdmin(t, b.Addr())
@@ -152,6 +152,7 @@ func runGroupPersistScenario(t *testing.T, b restartable, start func(t *testing.
 	}
 	round("before")
 	before := sessions()
+	_, _, epochBefore := groupView(t, adm, group, kip848)
 	for _, crash := range []bool{false, true} {
 		b.restart(t, crash)
 		ends := round(fmt.Sprintf("crash-%v", crash))
@@ -163,13 +164,10 @@ func runGroupPersistScenario(t *testing.T, b restartable, start func(t *testing.
 			}
 		}
 		// The broker knows them as they are: Stable, the same members.
-		d := describeGroupState(t, adm, group)
-		if d.State != "Stable" || len(d.Members) != len(members) {
-			t.Errorf("after a restart (crash %v): DescribeGroups %s with %d members, want Stable with %d", crash, d.State, len(d.Members), len(members))
-		}
-		described := map[string]bool{}
-		for _, m := range d.Members {
-			described[m.MemberID] = true
+		state, described, epoch := groupView(t, adm, group, kip848)
+		if state != "Stable" || len(described) != len(members) || epoch != epochBefore {
+			t.Errorf("after a restart (crash %v): the group is %s with %d members at epoch %d, want Stable with %d at epoch %d",
+				crash, state, len(described), epoch, len(members), epochBefore)
 		}
 		for _, s := range after {
 			if !described[s.id] {
@@ -192,7 +190,7 @@ func runGroupPersistScenario(t *testing.T, b restartable, start func(t *testing.
 func TestGroupPersistKgo(t *testing.T) {
 	t.Parallel()
 	eachRestartable(t, groupOpts(nil), func(t *testing.T, b restartable) {
-		runGroupPersistScenario(t, b, func(t *testing.T, addr, group, topic, name string, tally *groupTally) persistMember {
+		runGroupPersistScenario(t, b, false, func(t *testing.T, addr, group, topic, name string, tally *groupTally) persistMember {
 			return startKgoMember(t, addr, group, topic, name, tally)
 		})
 	})
@@ -203,7 +201,7 @@ func TestGroupPersistKgo(t *testing.T) {
 func TestGroupPersistSarama(t *testing.T) {
 	t.Parallel()
 	eachRestartable(t, groupOpts(nil), func(t *testing.T, b restartable) {
-		runGroupPersistScenario(t, b, func(t *testing.T, addr, group, topic, name string, tally *groupTally) persistMember {
+		runGroupPersistScenario(t, b, false, func(t *testing.T, addr, group, topic, name string, tally *groupTally) persistMember {
 			m := startSaramaMember(t, addr, group, topic, name, tally, 0)
 			m.expectRestarts()
 			return m
@@ -211,10 +209,27 @@ func TestGroupPersistSarama(t *testing.T) {
 	})
 }
 
-// describeGroupState is DescribeGroups of group, for any protocol: its
-// state and members (by member id).
-func describeGroupState(t *testing.T, adm *kadm.Client, group string) kadm.DescribedGroup {
+// groupView is the group as DescribeGroups (classic) or
+// ConsumerGroupDescribe (kip848) shows it: its state, its member ids and,
+// for a consumer group, its group epoch (0 for a classic group, whose
+// generation DescribeGroups does not show).
+func groupView(t *testing.T, adm *kadm.Client, group string, kip848 bool) (state string, members map[string]bool, epoch int32) {
 	t.Helper()
+	members = map[string]bool{}
+	if kip848 {
+		ds, err := adm.DescribeConsumerGroups(testCtx(t), group)
+		if err != nil {
+			t.Fatalf("DescribeConsumerGroups %s: %v", group, err)
+		}
+		d, ok := ds[group]
+		if !ok || d.Err != nil {
+			t.Fatalf("DescribeConsumerGroups %s: %+v", group, d)
+		}
+		for _, m := range d.Members {
+			members[m.MemberID] = true
+		}
+		return d.State, members, d.Epoch
+	}
 	ds, err := adm.DescribeGroups(testCtx(t), group)
 	if err != nil {
 		t.Fatalf("DescribeGroups %s: %v", group, err)
@@ -223,5 +238,20 @@ func describeGroupState(t *testing.T, adm *kadm.Client, group string) kadm.Descr
 	if !ok || d.Err != nil {
 		t.Fatalf("DescribeGroups %s: %+v", group, d)
 	}
-	return d
+	for _, m := range d.Members {
+		members[m.MemberID] = true
+	}
+	return d.State, members, 0
+}
+
+// TestGroupPersistKIP848Kgo: kgo members of a consumer group (KIP-848,
+// the broker's uniform assignor) keep their member ids, member epochs and
+// partitions across restarts, heartbeating on with their epochs.
+func TestGroupPersistKIP848Kgo(t *testing.T) {
+	t.Parallel()
+	eachRestartable(t, groupOpts(kip848Props), func(t *testing.T, b restartable) {
+		runGroupPersistScenario(t, b, true, func(t *testing.T, addr, group, topic, name string, tally *groupTally) persistMember {
+			return startKgoMember(t, addr, group, topic, name, tally, kip848Kgo()...)
+		})
+	})
 }

@@ -145,6 +145,9 @@ type GroupInfo struct {
 	// a group that only commits offsets has none.
 	Record    GroupRecord
 	HasRecord bool
+	// Consumer is the group as its consumer-group (KIP-848) records
+	// describe it, nil without any: such a group is a consumer group.
+	Consumer *ConsumerGroup
 }
 
 // Groups lists the groups with offsets or metadata, sorted by id. A
@@ -155,7 +158,7 @@ func (s *Store) Groups() []GroupInfo {
 	out := make([]GroupInfo, 0, len(s.mu.groups))
 	metas := make([][]byte, 0, len(s.mu.groups))
 	for id, g := range s.mu.groups {
-		out = append(out, GroupInfo{Group: id, ProtocolType: g.protocolType, Generation: g.generation})
+		out = append(out, GroupInfo{Group: id, ProtocolType: g.protocolType, Generation: g.generation, Consumer: s.consumerGroupLocked(id, g)})
 		metas = append(metas, g.meta)
 	}
 	s.mu.Unlock()

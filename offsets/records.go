@@ -71,10 +71,18 @@ type rec struct {
 	metaTime     int64
 	protocolType string
 	generation   int32
+	// isCG: a consumer group (KIP-848) record, kept encoded: cgKey is
+	// its key, cgValue its value (consumer_records.go).
+	isCG    bool
+	cgKey   string
+	cgValue []byte
 }
 
 // appendKey appends the record key.
 func (r *rec) appendKey(dst []byte) []byte {
+	if r.isCG {
+		return append(dst, r.cgKey...)
+	}
 	if r.isGroup {
 		k := kmsg.GroupMetadataKey{Version: groupKeyVersion, Group: r.group}
 		return k.AppendTo(dst)
@@ -88,6 +96,8 @@ func (r *rec) appendValue(dst []byte) []byte {
 	switch {
 	case r.tombstone:
 		return dst
+	case r.isCG:
+		return append(dst, r.cgValue...)
 	case r.isGroup:
 		return append(dst, r.meta...)
 	}
@@ -190,6 +200,21 @@ func decodeRec(key, value []byte) (r rec, ok bool, err error) {
 		r.metaEmpty = len(v.Members) == 0
 		r.metaTime = v.CurrentStateTimestamp
 		r.protocolType, r.generation = v.ProtocolType, v.Generation
+		return r, true, nil
+	case cgMetadataType, cgPartitionMetadataType, cgMemberMetadataType, cgTargetMetadataType, cgTargetMemberType, cgCurrentAssignmentType:
+		_, group, _, ok, err := parseCGKey(key)
+		if err != nil || !ok {
+			return rec{}, false, err
+		}
+		r = rec{group: group, isCG: true, cgKey: string(key)}
+		if value == nil {
+			r.tombstone = true
+			return r, true, nil
+		}
+		if err := decodeCGValue(version, value); err != nil {
+			return rec{}, false, fmt.Errorf("consumer group %s: %w", group, err)
+		}
+		r.cgValue = append([]byte(nil), value...)
 		return r, true, nil
 	}
 	return rec{}, false, nil

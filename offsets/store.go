@@ -53,6 +53,11 @@ type Store struct {
 		// txn holds, per producer id, the offsets of its open
 		// transaction (TxnOffsetCommit): durable, not yet visible.
 		txn map[int64][]rec
+		// cgWritten holds, per consumer group, its records as last
+		// written (RecordConsumerGroup), applied or not, so that a
+		// change writes only the records that changed. A group
+		// missing here is compared with its applied records.
+		cgWritten map[string]map[string][]byte
 	}
 
 	stop chan struct{}
@@ -72,6 +77,9 @@ type groupState struct {
 	// the record); emptySince is from when.
 	empty      bool
 	emptySince int64
+	// cg holds the group's consumer-group (KIP-848) records: encoded
+	// key → value.
+	cg map[string][]byte
 }
 
 // Open loads the snapshot in cfg.Dir, replays the records of parts that
@@ -87,6 +95,7 @@ func Open(cfg Config, ps *partition.Store, parts []*partition.Partition, hooks H
 	s := &Store{cfg: cfg, hooks: hooks, lg: lg, stop: make(chan struct{})}
 	s.mu.groups = map[string]*groupState{}
 	s.mu.txn = map[int64][]rec{}
+	s.mu.cgWritten = map[string]map[string][]byte{}
 
 	start := time.Now()
 	l, ld, err := coordlog.Open(coordlog.Config{
@@ -114,6 +123,13 @@ func (s *Store) applyLocked(r *rec) {
 		s.mu.groups[r.group] = g
 	}
 	switch {
+	case r.isCG && r.tombstone:
+		delete(g.cg, r.cgKey)
+	case r.isCG:
+		if g.cg == nil {
+			g.cg = map[string][]byte{}
+		}
+		g.cg[r.cgKey] = r.cgValue
 	case r.isGroup && r.tombstone:
 		g.meta, g.protocolType, g.generation = nil, "", 0
 	case r.isGroup:
@@ -127,7 +143,7 @@ func (s *Store) applyLocked(r *rec) {
 	default:
 		g.offsets[r.tp] = r.offset
 	}
-	if g.meta == nil && len(g.offsets) == 0 {
+	if g.meta == nil && len(g.offsets) == 0 && len(g.cg) == 0 {
 		delete(s.mu.groups, r.group)
 	}
 }
