@@ -261,4 +261,3 @@ func playMember(t *testing.T, cl *client, heartbeats int) {
 		t.Errorf("%s: leave: %v %v", cl.clientID, err, errs)
 	}
 }
-

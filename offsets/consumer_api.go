@@ -51,8 +51,8 @@ func (s *Store) RecordConsumerGroup(group string, cg *ConsumerGroup) {
 		if err == nil {
 			return
 		}
-		// Outcome unknown: compare the next change with what applied
-		// and write it whole.
+		// Outcome unknown: the next change of the group is written
+		// whole, with tombstones for what applied and is gone.
 		s.mu.Lock()
 		delete(s.mu.cgWritten, group)
 		s.mu.Unlock()

@@ -1,6 +1,7 @@
 package offsets
 
 import (
+	"maps"
 	"path/filepath"
 	"sync"
 	"time"
@@ -105,6 +106,12 @@ func Open(cfg Config, ps *partition.Store, parts []*partition.Partition, hooks H
 		return nil, err
 	}
 	s.log = l
+	// Nothing is pending after a replay: what applied is what was written.
+	for id, g := range s.mu.groups {
+		if len(g.cg) > 0 {
+			s.mu.cgWritten[id] = maps.Clone(g.cg)
+		}
+	}
 	lg.Info("group offsets loaded", zap.Int("groups", len(s.mu.groups)), zap.Bool("snapshot", ld.Snapshot),
 		zap.Int("replayed", ld.Replayed), zap.Duration("took", time.Since(start)))
 	s.wg.Add(1)
