@@ -9,6 +9,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -152,7 +153,7 @@ func runGroupPersistScenario(t *testing.T, b restartable, kip848 bool, start fun
 	}
 	round("before")
 	before := sessions()
-	_, _, epochBefore := groupView(t, adm, group, kip848)
+	_, describedBefore, epochBefore := groupView(t, adm, group, kip848)
 	for _, crash := range []bool{false, true} {
 		b.restart(t, crash)
 		ends := round(fmt.Sprintf("crash-%v", crash))
@@ -169,8 +170,11 @@ func runGroupPersistScenario(t *testing.T, b restartable, kip848 bool, start fun
 			t.Errorf("after a restart (crash %v): the group is %s with %d members at epoch %d, want Stable with %d at epoch %d",
 				crash, state, len(described), epoch, len(members), epochBefore)
 		}
+		if !maps.Equal(described, describedBefore) {
+			t.Errorf("after a restart (crash %v): members %v, before %v", crash, described, describedBefore)
+		}
 		for _, s := range after {
-			if !described[s.id] {
+			if s.id != "" && !described[s.id] {
 				t.Errorf("after a restart (crash %v): member %s not described (%v)", crash, s.id, described)
 			}
 		}
