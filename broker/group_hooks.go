@@ -174,9 +174,12 @@ func (b *Broker) committedOffsets() (*offsets.Store, error) {
 // append is logged: after a crash in between, the members find their
 // group at its previous record and rejoin.
 func (b *Broker) onGroupState(groupID string, s group.State) {
-	store := b.offsets.Load()
-	if s == group.Dead || store == nil {
+	if s == group.Dead {
 		return // DeleteGroups and expiry write the tombstones
+	}
+	store := b.recordStore(groupID)
+	if store == nil {
+		return
 	}
 	b.groupRecordMu.Lock()
 	defer b.groupRecordMu.Unlock()
@@ -203,7 +206,7 @@ func (b *Broker) onGroupState(groupID string, s group.State) {
 // in the order of the states taken. As for classic groups, the response
 // goes out before the append (Kafka appends first).
 func (b *Broker) onConsumerGroupChange(groupID string) {
-	store := b.offsets.Load()
+	store := b.recordStore(groupID)
 	if store == nil {
 		return
 	}
@@ -286,6 +289,18 @@ func loadedAssignment(tps []offsets.TopicPartitions) consumer.Assignment {
 		a[tp.TopicID] = slices.Compact(ps)
 	}
 	return a
+}
+
+// recordStore is the store a group's records go to, created (with
+// __consumer_offsets) if no FindCoordinator or commit did so yet, so that
+// no group state goes unrecorded; nil, logged, if it cannot be opened.
+func (b *Broker) recordStore(groupID string) *offsets.Store {
+	s, err := b.groupOffsets(true)
+	if err != nil {
+		b.lg.Warn("group not recorded: no offsets store", zap.String("group", groupID), zap.Error(err))
+		return nil
+	}
+	return s
 }
 
 // restoredGroup is the classic group a stored group comes back as.
