@@ -2,7 +2,10 @@
 
 package integration
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // session is the client's view of its group session as far as
 // confluent-kafka-go shows it: librdkafka keeps the member id and epoch
@@ -13,13 +16,16 @@ func (m *confluentMember) session() (string, int32, int) {
 	return "", 0, n
 }
 
+// lastHeartbeat: librdkafka retries its heartbeats through a restart.
+func (m *confluentMember) lastHeartbeat() (time.Time, bool) { return time.Time{}, false }
+
 // TestGroupPersistKIP848Confluent: librdkafka members of a consumer group
 // (group.protocol=consumer) go on through restarts without a rebalance
 // callback, the group keeps its epoch and members.
 func TestGroupPersistKIP848Confluent(t *testing.T) {
 	t.Parallel()
 	needsClient(t, consClientNamed("confluent"))
-	eachRestartable(t, groupOpts(kip848Props), func(t *testing.T, b restartable) {
+	eachRestartable(t, groupOpts(kip848Props), true, func(t *testing.T, b restartable) {
 		runGroupPersistScenario(t, b, true, func(t *testing.T, addr, group, topic, name string, tally *groupTally) persistMember {
 			return startConfluent848Member(t, addr, group, topic, name, tally).(*confluentMember)
 		})

@@ -8,12 +8,18 @@ package integration
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"maps"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/broker"
 )
@@ -69,9 +75,9 @@ func (b binaryRestartable) restart(t *testing.T, crash bool) {
 	}
 }
 
-// eachRestartable runs f against an in-process broker and the binary,
-// started with o, in parallel.
-func eachRestartable(t *testing.T, o brokerOpts, f func(t *testing.T, b restartable)) {
+// eachRestartable runs f against an in-process broker and, with binary,
+// the binary, started with o, in parallel.
+func eachRestartable(t *testing.T, o brokerOpts, binary bool, f func(t *testing.T, b restartable)) {
 	t.Helper()
 	o.check(t)
 	skipIfExternal(t, "restarts the broker")
@@ -79,6 +85,9 @@ func eachRestartable(t *testing.T, o brokerOpts, f func(t *testing.T, b restarta
 		t.Parallel()
 		f(t, inProcessRestartable{controlledBroker(t, o.edit)})
 	})
+	if !binary {
+		return
+	}
 	t.Run("binary", func(t *testing.T) {
 		t.Parallel()
 		f(t, binaryRestartable{startBinary(t, o.args(t)...)})
@@ -92,6 +101,84 @@ type persistMember interface {
 	// consumer protocol) of its group session now, and how many
 	// rebalance callbacks its client ran so far.
 	session() (id string, generation int32, callbacks int)
+	// lastHeartbeat is when it last got a heartbeat answered (zero: not
+	// yet); watched is false for a client that needs no quiet moment for
+	// a restart.
+	lastHeartbeat() (last time.Time, watched bool)
+}
+
+// persistSarama is a sarama member whose heartbeats the test watches,
+// through its connections (Net.Proxy.Dialer): sarama writes each request
+// frame in one Write.
+type persistSarama struct {
+	*saramaMember
+	hb *heartbeatWatch
+}
+
+func (m persistSarama) lastHeartbeat() (time.Time, bool) { return m.hb.lastAnswer(), true }
+
+// watchingDialer dials connections that report the answers read.
+type watchingDialer struct{ hb *heartbeatWatch }
+
+func (d watchingDialer) Dial(network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{Timeout: 5 * time.Second}).Dial(network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &watchedConn{Conn: c, hb: d.hb, keys: map[int32]int16{}}, nil
+}
+
+// watchedConn notes the API key of each request frame written (a client
+// that writes each frame in one Write) by correlation id, and parses the
+// response frames read to tell hb which requests were answered.
+type watchedConn struct {
+	net.Conn
+	hb *heartbeatWatch
+
+	mu   sync.Mutex
+	keys map[int32]int16 // correlation id → API key, until answered
+	head []byte          // the start of the response frame being read
+	skip int             // bytes of the current frame's body still to come
+}
+
+func (c *watchedConn) Write(b []byte) (int, error) {
+	if len(b) >= 12 {
+		c.mu.Lock()
+		c.keys[int32(binary.BigEndian.Uint32(b[8:12]))] = int16(binary.BigEndian.Uint16(b[4:6]))
+		c.mu.Unlock()
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *watchedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.mu.Lock()
+	var answered []int16
+	for p := b[:n]; len(p) > 0; {
+		if c.skip > 0 {
+			k := min(c.skip, len(p))
+			c.skip -= k
+			p = p[k:]
+			continue
+		}
+		k := min(8-len(c.head), len(p))
+		c.head = append(c.head, p[:k]...)
+		p = p[k:]
+		if len(c.head) == 8 {
+			corr := int32(binary.BigEndian.Uint32(c.head[4:8]))
+			if key, ok := c.keys[corr]; ok {
+				delete(c.keys, corr)
+				answered = append(answered, key)
+			}
+			c.skip = int(binary.BigEndian.Uint32(c.head[:4])) - 4
+			c.head = c.head[:0]
+		}
+	}
+	c.mu.Unlock()
+	for _, key := range answered {
+		c.hb.answered(key)
+	}
+	return n, err
 }
 
 func (m *kgoMember) session() (string, int32, int) {
@@ -106,6 +193,89 @@ func (m *saramaMember) session() (string, int32, int) {
 	m.mu.Unlock()
 	_, n := m.assign.get()
 	return id, gen, n
+}
+
+// Members of these tests must ride out the broker's downtime, as they
+// would have to with Kafka: kgo and sarama give up their session when a
+// heartbeat meets a refused connection and rejoin, which Setup and the
+// assignment callbacks show even when the generation stays. So their
+// members heartbeat every persistHeartbeat, the broker restarts when no
+// member's next heartbeat is due for persistQuiet (quietMoment), and
+// they run against the in-process broker, whose restart in place takes
+// milliseconds; the binary's restart (and kill -9) takes long enough
+// under load and the race detector that one of their heartbeats still
+// meets it now and then. librdkafka retries its heartbeats through a
+// restart, so its test runs against the binary too, killed with SIGKILL.
+const (
+	persistHeartbeat = 8 * time.Second
+	persistQuiet     = 3 * time.Second
+)
+
+// persistKgo is a kgo member whose heartbeats the test watches.
+type persistKgo struct {
+	*kgoMember
+	hb *heartbeatWatch
+}
+
+func (m persistKgo) lastHeartbeat() (time.Time, bool) { return m.hb.lastAnswer(), true }
+
+// startPersistKgo starts a kgo member that heartbeats every
+// persistHeartbeat (classic; the broker sets a consumer group's interval).
+func startPersistKgo(t *testing.T, addr, group, topic, name string, tally *groupTally, extra ...kgo.Opt) persistMember {
+	hb := &heartbeatWatch{}
+	opts := append([]kgo.Opt{
+		kgo.WithHooks(hb),
+		kgo.HeartbeatInterval(persistHeartbeat),
+		kgo.SessionTimeout(3 * persistHeartbeat),
+	}, extra...)
+	return persistKgo{startKgoMember(t, addr, group, topic, name, tally, opts...), hb}
+}
+
+// quietMoment waits until no member's next heartbeat is due for
+// persistQuiet (each heartbeats persistHeartbeat after its last answer).
+func quietMoment(t *testing.T, members []persistMember) {
+	t.Helper()
+	awaitGroup(t, "a moment without heartbeats due", func() bool {
+		for _, m := range members {
+			last, watched := m.lastHeartbeat()
+			if watched && (last.IsZero() || time.Until(last.Add(persistHeartbeat)) < persistQuiet) {
+				return false
+			}
+		}
+		return true
+	}, func() string { return "the members' heartbeats never left a gap" })
+}
+
+// heartbeatWatch tells when a client read the answer to its next
+// Heartbeat or ConsumerGroupHeartbeat request: a kgo hook, or fed by a
+// watchedConn.
+type heartbeatWatch struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+// lastAnswer is when the last heartbeat was answered.
+func (h *heartbeatWatch) lastAnswer() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
+// OnBrokerRead implements kgo.HookBrokerRead.
+func (h *heartbeatWatch) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err == nil {
+		h.answered(key)
+	}
+}
+
+// answered hears of the answer to a request of API key.
+func (h *heartbeatWatch) answered(key int16) {
+	if key != int16(kmsg.Heartbeat) && key != int16(kmsg.ConsumerGroupHeartbeat) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last = time.Now()
 }
 
 // runGroupPersistScenario: two members (started by start) split the 4
@@ -155,6 +325,7 @@ func runGroupPersistScenario(t *testing.T, b restartable, kip848 bool, start fun
 	before := sessions()
 	_, describedBefore, epochBefore := groupView(t, adm, group, kip848)
 	for _, crash := range []bool{false, true} {
+		quietMoment(t, members)
 		b.restart(t, crash)
 		ends := round(fmt.Sprintf("crash-%v", crash))
 		after := sessions()
@@ -193,9 +364,9 @@ func runGroupPersistScenario(t *testing.T, b restartable, kip848 bool, start fun
 // their generation and partitions across restarts.
 func TestGroupPersistKgo(t *testing.T) {
 	t.Parallel()
-	eachRestartable(t, groupOpts(nil), func(t *testing.T, b restartable) {
+	eachRestartable(t, groupOpts(nil), false, func(t *testing.T, b restartable) {
 		runGroupPersistScenario(t, b, false, func(t *testing.T, addr, group, topic, name string, tally *groupTally) persistMember {
-			return startKgoMember(t, addr, group, topic, name, tally)
+			return startPersistKgo(t, addr, group, topic, name, tally)
 		})
 	})
 }
@@ -204,11 +375,17 @@ func TestGroupPersistKgo(t *testing.T) {
 // generation across restarts.
 func TestGroupPersistSarama(t *testing.T) {
 	t.Parallel()
-	eachRestartable(t, groupOpts(nil), func(t *testing.T, b restartable) {
+	eachRestartable(t, groupOpts(nil), false, func(t *testing.T, b restartable) {
 		runGroupPersistScenario(t, b, false, func(t *testing.T, addr, group, topic, name string, tally *groupTally) persistMember {
-			m := startSaramaMember(t, addr, group, topic, name, tally, 0)
+			hb := &heartbeatWatch{}
+			m := startSaramaMember(t, addr, group, topic, name, tally, 0, func(c *sarama.Config) {
+				c.Net.Proxy.Enable = true
+				c.Net.Proxy.Dialer = watchingDialer{hb}
+				c.Consumer.Group.Heartbeat.Interval = persistHeartbeat
+				c.Consumer.Group.Session.Timeout = 3 * persistHeartbeat
+			})
 			m.expectRestarts()
-			return m
+			return persistSarama{m, hb}
 		})
 	})
 }
@@ -253,9 +430,11 @@ func groupView(t *testing.T, adm *kadm.Client, group string, kip848 bool) (state
 // partitions across restarts, heartbeating on with their epochs.
 func TestGroupPersistKIP848Kgo(t *testing.T) {
 	t.Parallel()
-	eachRestartable(t, groupOpts(kip848Props), func(t *testing.T, b restartable) {
+	props := maps.Clone(kip848Props)
+	props["group.consumer.heartbeat.interval.ms"] = fmt.Sprint(persistHeartbeat.Milliseconds())
+	eachRestartable(t, groupOpts(props), false, func(t *testing.T, b restartable) {
 		runGroupPersistScenario(t, b, true, func(t *testing.T, addr, group, topic, name string, tally *groupTally) persistMember {
-			return startKgoMember(t, addr, group, topic, name, tally, kip848Kgo()...)
+			return startPersistKgo(t, addr, group, topic, name, tally, kip848Kgo()...)
 		})
 	})
 }

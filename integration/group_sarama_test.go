@@ -66,13 +66,17 @@ type saramaMember struct {
 	closed bool
 }
 
-// startSaramaMember starts member name of group on topic; the test's
-// cleanup closes it.
-func startSaramaMember(t *testing.T, addr, group, topic, name string, tally *groupTally, stopAfter int) *saramaMember {
+// startSaramaMember starts member name of group on topic, with
+// saramaGroupConfig changed by tweaks; the test's cleanup closes it.
+func startSaramaMember(t *testing.T, addr, group, topic, name string, tally *groupTally, stopAfter int, tweaks ...func(*sarama.Config)) *saramaMember {
 	t.Helper()
 	m := &saramaMember{name: name, topic: topic, assign: newAssignment(), tally: tally, log: newMemberLog(t, "sarama member "+name),
 		stopAfter: stopAfter, stopped: make(chan struct{}), done: make(chan struct{})}
-	cg, err := sarama.NewConsumerGroup([]string{addr}, group, saramaGroupConfig(name))
+	cfg := saramaGroupConfig(name)
+	for _, tweak := range tweaks {
+		tweak(cfg)
+	}
+	cg, err := sarama.NewConsumerGroup([]string{addr}, group, cfg)
 	if err != nil {
 		t.Fatalf("sarama NewConsumerGroup: %v", err)
 	}
