@@ -47,6 +47,11 @@ type Broker struct {
 	// a group first needs it (groupOffsets).
 	offsets   atomic.Pointer[offsets.Store]
 	offsetsMu sync.Mutex
+	// groupRecordMu makes taking a group's state and appending its
+	// records one step, so that the records of __consumer_offsets follow
+	// the order of the states they describe (onGroupState). Lock order:
+	// groupRecordMu, then the coordinators' locks, then the log's.
+	groupRecordMu sync.Mutex
 	// txns is the transaction coordinator, opened at start-up or when a
 	// transaction first needs it (transactions).
 	txns   atomic.Pointer[txn.Coordinator]
@@ -189,7 +194,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = store
-	if b.groups, err = group.New(cfg.groupConfig(), group.WithStateHook(b.onGroupState)); err != nil {
+	if b.groups, err = group.New(cfg.groupConfig(), group.WithStateHook(b.onGroupState), group.WithConsumerChangeHook(b.onConsumerGroupChange)); err != nil {
 		store.Close()
 		reg.Close()
 		return nil, fmt.Errorf("broker: group coordinator: %w", err)

@@ -1,11 +1,14 @@
 package broker
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
@@ -46,7 +49,11 @@ func (b *Broker) groupOffsets(create bool) (*offsets.Store, error) {
 		return nil, err
 	}
 	for _, g := range s.Groups() {
-		b.groups.Restore(g.Group, g.ProtocolType, g.Generation)
+		if g.Consumer != nil {
+			b.groups.Consumer().Restore(restoredConsumerGroup(g.Consumer))
+		} else {
+			b.groups.Restore(restoredGroup(g))
+		}
 	}
 	b.groups.SetOffsetsHooks(group.OffsetsHooks{
 		// An Empty consumer group lingers while it has offsets: they
@@ -153,27 +160,170 @@ func (b *Broker) committedOffsets() (*offsets.Store, error) {
 	return s, nil
 }
 
-// onGroupState records each generation and each emptying of a group in
-// __consumer_offsets, as Kafka writes group metadata, so that a restart
-// knows the group and since when it has been empty. A group that moved on
-// before the hook ran is recorded by the hook of its newer state.
+// onGroupState records each generation, each replacement of a static
+// member and each emptying of a classic group in __consumer_offsets, as
+// Kafka writes group metadata, so that a restart brings the group back
+// with its members (restoredGroup) and knows since when it has been empty.
+// The group's record is taken when the hook runs, so a group that moved on
+// meanwhile is recorded as it is now, and one in a rebalance is not
+// recorded (the rebalance's end will be); groupRecordMu keeps the records
+// of concurrent hooks in the order of the states they saw.
+//
+// Kafka appends the record before it answers the SyncGroup and fails the
+// generation if the append fails; here the answer goes first and a failed
+// append is logged: after a crash in between, the members find their
+// group at its previous record and rejoin.
 func (b *Broker) onGroupState(groupID string, s group.State) {
-	store := b.offsets.Load()
-	if s == group.Dead || store == nil {
+	if s == group.Dead {
 		return // DeleteGroups and expiry write the tombstones
 	}
-	d, err := b.groups.Describe(groupID)
-	if err != nil || d.State != s {
+	store := b.recordStore(groupID)
+	if store == nil {
 		return
 	}
-	rec := offsets.GroupRecord{Group: groupID, ProtocolType: d.ProtocolType, Generation: d.Generation, Protocol: d.Protocol, Leader: d.Leader}
-	for _, m := range d.Members {
+	b.groupRecordMu.Lock()
+	defer b.groupRecordMu.Unlock()
+	r, ok := b.groups.Record(groupID)
+	if !ok {
+		return
+	}
+	rec := offsets.GroupRecord{Group: groupID, ProtocolType: r.ProtocolType, Generation: r.Generation, Protocol: r.Protocol, Leader: r.Leader}
+	for _, m := range r.Members {
 		rec.Members = append(rec.Members, offsets.Member{
 			MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
-			Subscription: m.Metadata, Assignment: m.Assignment,
+			SessionTimeoutMs: clampMillis(m.SessionTimeout), RebalanceTimeoutMs: clampMillis(m.RebalanceTimeout),
+			Subscription: m.Subscription, Assignment: m.Assignment,
 		})
 	}
 	store.RecordGroup(rec)
+}
+
+// onConsumerGroupChange records a consumer group (KIP-848) in
+// __consumer_offsets after a change, as Kafka writes its records with the
+// heartbeat that made the change: the records that changed since the
+// group was last recorded, tombstones for members gone, and tombstones for
+// everything when the group was deleted. groupRecordMu keeps the records
+// in the order of the states taken. As for classic groups, the response
+// goes out before the append (Kafka appends first).
+func (b *Broker) onConsumerGroupChange(groupID string) {
+	store := b.recordStore(groupID)
+	if store == nil {
+		return
+	}
+	b.groupRecordMu.Lock()
+	defer b.groupRecordMu.Unlock()
+	r, ok := b.groups.Consumer().Record(groupID)
+	if !ok {
+		store.RecordConsumerGroup(groupID, nil)
+		return
+	}
+	cg := &offsets.ConsumerGroup{Group: groupID, Epoch: r.Epoch, AssignmentEpoch: r.AssignmentEpoch}
+	for _, t := range r.Topics {
+		cg.Topics = append(cg.Topics, offsets.ConsumerTopic{ID: t.ID, Name: t.Name, Partitions: t.Partitions})
+	}
+	for _, m := range r.Members {
+		cg.Members = append(cg.Members, offsets.ConsumerMember{
+			MemberID: m.MemberID, InstanceID: m.InstanceID, RackID: m.RackID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			SubscribedTopicNames: m.TopicNames, SubscribedTopicRegex: m.Regex, ServerAssignor: m.ServerAssignor,
+			RebalanceTimeoutMs: rebalanceMillis(m.RebalanceTimeout),
+			MemberEpoch:        m.Epoch, PreviousMemberEpoch: m.PreviousEpoch, State: int8(m.State),
+			Assigned: storedAssignment(m.Assigned), PendingRevocation: storedAssignment(m.PendingRevocation),
+			Target: storedAssignment(m.Target),
+		})
+	}
+	store.RecordConsumerGroup(groupID, cg)
+}
+
+// rebalanceMillis is a consumer member's rebalance timeout as its record
+// holds it: -1 (Kafka's default) when the member never gave one.
+func rebalanceMillis(d time.Duration) int32 {
+	if d < 0 {
+		return -1
+	}
+	return clampMillis(d)
+}
+
+// storedAssignment is an assignment as the records hold it, by topic id.
+func storedAssignment(a consumer.Assignment) []offsets.TopicPartitions {
+	ids := slices.SortedFunc(maps.Keys(a), func(x, y consumer.TopicID) int { return bytes.Compare(x[:], y[:]) })
+	out := make([]offsets.TopicPartitions, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, offsets.TopicPartitions{TopicID: id, Partitions: a[id]})
+	}
+	return out
+}
+
+// restoredConsumerGroup is the consumer group stored records describe.
+func restoredConsumerGroup(cg *offsets.ConsumerGroup) consumer.Record {
+	r := consumer.Record{Group: cg.Group, Epoch: cg.Epoch, AssignmentEpoch: cg.AssignmentEpoch}
+	for _, t := range cg.Topics {
+		r.Topics = append(r.Topics, consumer.Topic{ID: t.ID, Name: t.Name, Partitions: t.Partitions})
+	}
+	for _, m := range cg.Members {
+		rebalance := time.Duration(m.RebalanceTimeoutMs) * time.Millisecond
+		if m.RebalanceTimeoutMs < 0 {
+			rebalance = -1
+		}
+		r.Members = append(r.Members, consumer.MemberRecord{
+			MemberID: m.MemberID, InstanceID: m.InstanceID, RackID: m.RackID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			TopicNames: m.SubscribedTopicNames, Regex: m.SubscribedTopicRegex, ServerAssignor: m.ServerAssignor,
+			RebalanceTimeout: rebalance,
+			Epoch:            m.MemberEpoch, PreviousEpoch: m.PreviousMemberEpoch, State: consumer.MemberState(m.State),
+			Assigned: loadedAssignment(m.Assigned), PendingRevocation: loadedAssignment(m.PendingRevocation),
+			Target: loadedAssignment(m.Target),
+		})
+	}
+	return r
+}
+
+// loadedAssignment is a stored assignment as the coordinator holds it:
+// each topic's partitions sorted and distinct, empty topics dropped.
+func loadedAssignment(tps []offsets.TopicPartitions) consumer.Assignment {
+	a := consumer.Assignment{}
+	for _, tp := range tps {
+		if len(tp.Partitions) == 0 {
+			continue
+		}
+		ps := append(a[tp.TopicID], tp.Partitions...)
+		slices.Sort(ps)
+		a[tp.TopicID] = slices.Compact(ps)
+	}
+	return a
+}
+
+// recordStore is the store a group's records go to, created (with
+// __consumer_offsets) if no FindCoordinator or commit did so yet, so that
+// no group state goes unrecorded; nil, logged, if it cannot be opened.
+func (b *Broker) recordStore(groupID string) *offsets.Store {
+	s, err := b.groupOffsets(true)
+	if err != nil {
+		b.lg.Warn("group not recorded: no offsets store", zap.String("group", groupID), zap.Error(err))
+		return nil
+	}
+	return s
+}
+
+// restoredGroup is the classic group a stored group comes back as.
+func restoredGroup(g offsets.GroupInfo) group.Record {
+	r := group.Record{Group: g.Group, ProtocolType: g.ProtocolType, Generation: g.Generation}
+	if !g.HasRecord {
+		return r
+	}
+	r.Protocol, r.Leader = g.Record.Protocol, g.Record.Leader
+	for _, m := range g.Record.Members {
+		r.Members = append(r.Members, group.RecordMember{
+			MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			SessionTimeout:   time.Duration(m.SessionTimeoutMs) * time.Millisecond,
+			RebalanceTimeout: time.Duration(m.RebalanceTimeoutMs) * time.Millisecond,
+			Subscription:     m.Subscription, Assignment: m.Assignment,
+		})
+	}
+	return r
+}
+
+// clampMillis is d in milliseconds as an int32 field holds it.
+func clampMillis(d time.Duration) int32 {
+	return int32(min(d.Milliseconds(), math.MaxInt32))
 }
 
 // groupActive tells the offsets store whether a group, classic or

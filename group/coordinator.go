@@ -90,6 +90,13 @@ func WithStateHook(fn func(groupID string, s State)) Option {
 	return func(c *Coordinator) { c.onState = fn }
 }
 
+// WithConsumerChangeHook registers fn as the change hook of the consumer
+// coordinator (consumer.WithChangeHook): it hears of every change of a
+// consumer group that its records show, to persist them.
+func WithConsumerChangeHook(fn func(groupID string)) Option {
+	return func(c *Coordinator) { c.onConsumerChange = fn }
+}
+
 // Coordinator holds the classic groups of the broker, in memory, and the
 // consumer.Coordinator of its consumer-protocol groups (Consumer), with
 // which it shares the group-id namespace: an id names a group of one kind
@@ -98,9 +105,11 @@ func WithStateHook(fn func(groupID string, s State)) Option {
 // Join and Sync complete through a callback, because they park until the
 // rest of the group catches up; the other calls answer at once. See doc.go.
 type Coordinator struct {
-	cfg      Config
-	onState  func(groupID string, s State)
-	consumer *consumer.Coordinator
+	cfg     Config
+	onState func(groupID string, s State)
+	// onConsumerChange is the consumer coordinator's change hook.
+	onConsumerChange func(groupID string)
+	consumer         *consumer.Coordinator
 	// replaced hears of Empty classic groups deleted for a consumer group
 	// (SetOffsetsHooks).
 	replaced atomic.Pointer[func(groupID string)]
@@ -126,7 +135,11 @@ func New(cfg Config, opts ...Option) (*Coordinator, error) {
 		o(c)
 	}
 	c.mu.groups = make(map[string]*group)
-	cc, err := consumer.New(cfg.Consumer, consumer.WithClassic(classicSide{c}))
+	copts := []consumer.Option{consumer.WithClassic(classicSide{c})}
+	if c.onConsumerChange != nil {
+		copts = append(copts, consumer.WithChangeHook(c.onConsumerChange))
+	}
+	cc, err := consumer.New(cfg.Consumer, copts...)
 	if err != nil {
 		return nil, err
 	}

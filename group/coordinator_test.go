@@ -261,23 +261,3 @@ func playMember(t *testing.T, cl *client, heartbeats int) {
 		t.Errorf("%s: leave: %v %v", cl.clientID, err, errs)
 	}
 }
-
-// TestRestore checks that a restored group is listed Empty with its
-// protocol type, and that its generation continues.
-func TestRestore(t *testing.T) {
-	runWith(t, testConfig(), nil, func(t *testing.T, c *Coordinator) {
-		c.Restore("g", "consumer", 7)
-		c.Restore("g", "other", 9) // exists: ignored
-		ls, err := c.List(nil)
-		if err != nil || len(ls) != 1 || ls[0] != (Overview{Group: "g", ProtocolType: "consumer", State: Empty}) {
-			t.Fatalf("list: %+v %v", ls, err)
-		}
-		if err := c.ValidateCommit("g", "", "", 7); !errors.Is(err, kerr.UnknownMemberID) {
-			t.Fatalf("commit of a member lost in the restart: %v", err)
-		}
-		d, _ := c.Describe("g")
-		if d.Generation != 7 || d.State != Empty {
-			t.Fatalf("describe: %+v", d)
-		}
-	})
-}

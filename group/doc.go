@@ -1,9 +1,12 @@
 // Package group is kbroker's classic consumer-group coordinator: the
 // JoinGroup / SyncGroup / Heartbeat / LeaveGroup protocol that Kafka
 // clients use for group membership and partition assignment, with
-// ListGroups, DescribeGroups and DeleteGroups, kept in memory. Offsets are
-// not stored here; ValidateCommit and WithStateHook are what an offsets
-// layer needs from membership.
+// ListGroups, DescribeGroups and DeleteGroups. Groups live in memory; the
+// broker persists each group's Record (as Kafka's GroupMetadata record in
+// __consumer_offsets) when the state hook reports it Stable or Empty, and
+// Restore brings it back at start-up. Offsets are not stored here;
+// ValidateCommit and WithStateHook are what an offsets layer needs from
+// membership.
 //
 // The rules are Apache Kafka's: GroupCoordinator.scala, GroupMetadata.scala
 // and MemberMetadata.scala of Kafka 3.x (core/.../coordinator/group), and
@@ -77,8 +80,9 @@
 // # Where this differs from Kafka
 //
 //   - Kafka writes group metadata to __consumer_offsets before it answers
-//     the leader's SyncGroup or a static member's rejoin; here groups live
-//     in memory and those answers come at once.
+//     the leader's SyncGroup or a static member's rejoin (and fails the
+//     generation if the write fails); here those answers come at once and
+//     the state hook has the record written after them.
 //   - Where Kafka drops a parked callback (a second JoinGroup or SyncGroup
 //     from the same member while one is parked; a parked SyncGroup of a
 //     member that leaves), the older request is answered
@@ -118,11 +122,10 @@
 //
 // # Not (yet) here
 //
-// Offsets and their persistence, expiry of Empty groups without offsets
-// (Kafka's offsets.retention cleanup), transactional offset commits
-// (TxnOffsetCommit's looser rules), and
-// subscribed-topic tracking for OffsetDelete (GROUP_SUBSCRIBED_TO_TOPIC).
-// Groups do not survive a restart.
+// Offsets and their persistence (package offsets), expiry of Empty groups
+// without offsets (Kafka's offsets.retention cleanup), transactional
+// offset commits (TxnOffsetCommit's looser rules), and subscribed-topic
+// tracking for OffsetDelete (GROUP_SUBSCRIBED_TO_TOPIC).
 //
 // # Consumer groups (KIP-848)
 //

@@ -225,6 +225,16 @@ func (g *group) transitionLocked(s State, e *effects) {
 	}
 }
 
+// notifyLocked reports the group's current state to the state hook again
+// without a transition: a static member of a Stable group was replaced, a
+// change Kafka persists (the new member id) though the state stays.
+func (g *group) notifyLocked(e *effects) {
+	if hook := g.c.onState; hook != nil {
+		id, s := g.id, g.mu.state
+		e.add(func() { hook(id, s) })
+	}
+}
+
 // canRebalanceLocked: PreparingRebalance may follow Stable,
 // CompletingRebalance and Empty (PreparingRebalance.validPreviousStates).
 func (g *group) canRebalanceLocked() bool {

@@ -290,7 +290,9 @@ func (g *group) replaceStaticMemberLocked(req *JoinRequest, m *member, newID str
 			return
 		}
 		// No rebalance: the member keeps its assignment. Kafka persists
-		// the new member id first; here the group is in memory only.
+		// the new member id before it answers; here the state hook
+		// records it once the answer is on its way.
+		g.notifyLocked(e)
 		resp := g.generationResponseLocked(m, false)
 		if req.SupportsSkipAssignment {
 			// v9+: the leader learns it leads but must not assign; an

@@ -5,8 +5,8 @@ package integration
 // against the binary and in-process. The broker assigns the partitions;
 // members revoke before others get them, and commit in
 // OnPartitionsRevoked, so every record is consumed exactly once; the
-// committed offsets survive a restart, which the consumer groups
-// themselves do not (see group/consumer/doc.go).
+// group and its committed offsets survive a restart (members that stay
+// through one: group_persist_test.go).
 
 import (
 	"fmt"
@@ -51,8 +51,8 @@ func TestGroupKIP848(t *testing.T) {
 // ConsumerGroupDescribe shows it), a leaves and b takes all 4. Every
 // record is consumed exactly once and the committed offsets reach the end
 // offsets; ListGroups shows a consumer group. The broker then restarts:
-// the committed offsets are still there (the group itself is not), and a
-// new member c resumes exactly after them.
+// the committed offsets are still there, ListGroups still shows the (now
+// empty) consumer group, and a new member c resumes exactly after them.
 func runKIP848Scenario(t *testing.T, b testBroker, start func(t *testing.T, addr, group, topic, name string, tally *groupTally) groupMember) {
 	t.Helper()
 	const partitions = 4
@@ -108,12 +108,13 @@ func runKIP848Scenario(t *testing.T, b testBroker, start func(t *testing.T, addr
 		t.Errorf("end offsets %v add up to %d, %d records were produced", ends, offsetsSum(ends), prod.n)
 	}
 
-	// The group is gone with the restart, its offsets are not: a new
+	// The empty group and its offsets come back with the restart: a new
 	// member resumes after them.
 	b.Restart(t)
 	addr = b.Addr()
 	adm = newAdmin(t, addr)
 	checkCommitted(t, adm, group, topic, ends)
+	checkConsumerGroupListed(t, adm, group)
 	produceGroupRecords(t, addr, topic, partitions, 100, "after-restart")
 	ends = endOffsets(t, adm, topic)
 	c := start(t, addr, group, topic, "c", tally)

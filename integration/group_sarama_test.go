@@ -7,7 +7,9 @@ package integration
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,19 +54,29 @@ type saramaMember struct {
 	mu       sync.Mutex
 	consumed int
 	errs     []error
+	// sessionID and generation are those of the last session set up.
+	sessionID  string
+	generation int32
+	// restarts: the broker restarts under the member, so the errors of
+	// its partition consumers losing their connection are expected.
+	restarts bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
 	closed bool
 }
 
-// startSaramaMember starts member name of group on topic; the test's
-// cleanup closes it.
-func startSaramaMember(t *testing.T, addr, group, topic, name string, tally *groupTally, stopAfter int) *saramaMember {
+// startSaramaMember starts member name of group on topic, with
+// saramaGroupConfig changed by tweaks; the test's cleanup closes it.
+func startSaramaMember(t *testing.T, addr, group, topic, name string, tally *groupTally, stopAfter int, tweaks ...func(*sarama.Config)) *saramaMember {
 	t.Helper()
 	m := &saramaMember{name: name, topic: topic, assign: newAssignment(), tally: tally, log: newMemberLog(t, "sarama member "+name),
 		stopAfter: stopAfter, stopped: make(chan struct{}), done: make(chan struct{})}
-	cg, err := sarama.NewConsumerGroup([]string{addr}, group, saramaGroupConfig(name))
+	cfg := saramaGroupConfig(name)
+	for _, tweak := range tweaks {
+		tweak(cfg)
+	}
+	cg, err := sarama.NewConsumerGroup([]string{addr}, group, cfg)
 	if err != nil {
 		t.Fatalf("sarama NewConsumerGroup: %v", err)
 	}
@@ -75,7 +87,9 @@ func startSaramaMember(t *testing.T, addr, group, topic, name string, tally *gro
 		for err := range cg.Errors() {
 			m.log.Printf("test: error: %v", err)
 			m.mu.Lock()
-			m.errs = append(m.errs, err)
+			if !m.restarts || !connectionLost(err) {
+				m.errs = append(m.errs, err)
+			}
 			m.mu.Unlock()
 		}
 	}()
@@ -109,6 +123,9 @@ func startSaramaMember(t *testing.T, addr, group, topic, name string, tally *gro
 
 func (m *saramaMember) Setup(s sarama.ConsumerGroupSession) error {
 	m.log.Printf("test: session %s generation %d: claims %v", s.MemberID(), s.GenerationID(), s.Claims())
+	m.mu.Lock()
+	m.sessionID, m.generation = s.MemberID(), s.GenerationID()
+	m.mu.Unlock()
 	m.assign.set(s.Claims()[m.topic])
 	return nil
 }
@@ -194,4 +211,19 @@ func TestGroupSarama(t *testing.T) {
 			return startSaramaMember(t, addr, group, topic, name, tally, 0)
 		})
 	})
+}
+
+// connectionLost reports whether a sarama consumer error is the loss of
+// the connection to the broker.
+func connectionLost(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, sarama.ErrNotConnected) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
+}
+
+// expectRestarts makes the member accept the errors of a broker restart
+// (connectionLost) instead of failing the test for them.
+func (m *saramaMember) expectRestarts() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.restarts = true
 }

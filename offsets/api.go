@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"go.uber.org/zap"
 )
 
 // Commit is one partition's offset in an OffsetCommit.
@@ -107,9 +109,12 @@ func (s *Store) groupTombstones(group string, only []TopicPartition) []rec {
 }
 
 // RecordGroup writes a group metadata record: the coordinator calls it when
-// a group completes a rebalance and when it becomes empty, so that a
-// restart knows the group's protocol type and generation and since when it
-// has been empty (for expiry). It does not wait for durability.
+// a group completes a rebalance, when a static member of a Stable group is
+// replaced and when the group becomes empty, so that a restart brings the
+// group back with its generation and members (Groups) and knows since
+// when it has been empty (for expiry). It does not wait for durability;
+// records of one group must be recorded in the order of the states they
+// describe (the log keeps the append order).
 func (s *Store) RecordGroup(g GroupRecord) {
 	s.write(g.Group, []rec{groupRec(g, s.cfg.Now().UnixMilli())}, nil)
 }
@@ -131,20 +136,42 @@ func (s *Store) DeleteGroupMetadata(group string) {
 }
 
 // GroupInfo is what the store knows of a group at start-up, for the
-// coordinator to restore it as an empty group.
+// coordinator to restore it.
 type GroupInfo struct {
 	Group        string
 	ProtocolType string
 	Generation   int32
+	// Record is the group's last metadata record, decoded (HasRecord);
+	// a group that only commits offsets has none.
+	Record    GroupRecord
+	HasRecord bool
+	// Consumer is the group as its consumer-group (KIP-848) records
+	// describe it, nil without any: such a group is a consumer group.
+	Consumer *ConsumerGroup
 }
 
-// Groups lists the groups with offsets or metadata, sorted by id.
+// Groups lists the groups with offsets or metadata, sorted by id. A
+// metadata record that does not decode (it was checked when read) is
+// logged and left out of Record.
 func (s *Store) Groups() []GroupInfo {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := make([]GroupInfo, 0, len(s.mu.groups))
+	metas := make([][]byte, 0, len(s.mu.groups))
 	for id, g := range s.mu.groups {
-		out = append(out, GroupInfo{Group: id, ProtocolType: g.protocolType, Generation: g.generation})
+		out = append(out, GroupInfo{Group: id, ProtocolType: g.protocolType, Generation: g.generation, Consumer: s.consumerGroupLocked(id, g)})
+		metas = append(metas, g.meta)
+	}
+	s.mu.Unlock()
+	for i := range out {
+		if metas[i] == nil {
+			continue
+		}
+		r, err := decodeGroupRecord(out[i].Group, metas[i])
+		if err != nil {
+			s.lg.Warn("group metadata not restored", zap.String("group", out[i].Group), zap.Error(err))
+			continue
+		}
+		out[i].Record, out[i].HasRecord = r, true
 	}
 	slices.SortFunc(out, func(a, b GroupInfo) int { return strings.Compare(a.Group, b.Group) })
 	return out

@@ -1,8 +1,11 @@
 // Package offsets keeps the committed offsets of consumer groups, durable
 // the way Kafka keeps them: as records of the internal topic
 // __consumer_offsets, in Kafka's own key and value formats
-// (OffsetCommitKey/Value, GroupMetadataKey/Value), so that a tool reading
-// the topic sees what it would see on Kafka.
+// (OffsetCommitKey/Value, GroupMetadataKey/Value, and the ConsumerGroup*
+// records of KIP-848 groups in consumer_records.go), so that a tool
+// reading the topic sees what it would see on Kafka. The store keeps the
+// last group records of every group and hands them back at start-up
+// (Groups), so that the coordinators restore groups with their members.
 //
 // # Writes, snapshots and recovery
 //

@@ -32,8 +32,9 @@ type Member struct {
 	Subscription, Assignment                   []byte
 }
 
-// GroupRecord is what a group metadata record says of a group after a
-// rebalance or when it empties: an empty Members means the group is empty.
+// GroupRecord is what a group metadata record says of a classic group
+// after a rebalance, when a static member was replaced, or when it
+// empties: an empty Members means the group is empty.
 type GroupRecord struct {
 	Group        string
 	ProtocolType string
@@ -70,10 +71,18 @@ type rec struct {
 	metaTime     int64
 	protocolType string
 	generation   int32
+	// isCG: a consumer group (KIP-848) record, kept encoded: cgKey is
+	// its key, cgValue its value (consumer_records.go).
+	isCG    bool
+	cgKey   string
+	cgValue []byte
 }
 
 // appendKey appends the record key.
 func (r *rec) appendKey(dst []byte) []byte {
+	if r.isCG {
+		return append(dst, r.cgKey...)
+	}
 	if r.isGroup {
 		k := kmsg.GroupMetadataKey{Version: groupKeyVersion, Group: r.group}
 		return k.AppendTo(dst)
@@ -87,6 +96,8 @@ func (r *rec) appendValue(dst []byte) []byte {
 	switch {
 	case r.tombstone:
 		return dst
+	case r.isCG:
+		return append(dst, r.cgValue...)
 	case r.isGroup:
 		return append(dst, r.meta...)
 	}
@@ -190,6 +201,53 @@ func decodeRec(key, value []byte) (r rec, ok bool, err error) {
 		r.metaTime = v.CurrentStateTimestamp
 		r.protocolType, r.generation = v.ProtocolType, v.Generation
 		return r, true, nil
+	case cgMetadataType, cgPartitionMetadataType, cgMemberMetadataType, cgTargetMetadataType, cgTargetMemberType, cgCurrentAssignmentType:
+		_, group, _, ok, err := parseCGKey(key)
+		if err != nil || !ok {
+			return rec{}, false, err
+		}
+		r = rec{group: group, isCG: true, cgKey: string(key)}
+		if value == nil {
+			r.tombstone = true
+			return r, true, nil
+		}
+		if err := decodeCGValue(version, value); err != nil {
+			return rec{}, false, fmt.Errorf("consumer group %s: %w", group, err)
+		}
+		r.cgValue = append([]byte(nil), value...)
+		return r, true, nil
 	}
 	return rec{}, false, nil
+}
+
+// decodeGroupRecord decodes a stored GroupMetadataValue of group.
+func decodeGroupRecord(group string, meta []byte) (GroupRecord, error) {
+	var v kmsg.GroupMetadataValue
+	if err := v.ReadFrom(meta); err != nil {
+		return GroupRecord{}, fmt.Errorf("offsets: group metadata value for %s: %w", group, err)
+	}
+	g := GroupRecord{Group: group, ProtocolType: v.ProtocolType, Generation: v.Generation}
+	if v.Protocol != nil {
+		g.Protocol = *v.Protocol
+	}
+	if v.Leader != nil {
+		g.Leader = *v.Leader
+	}
+	for _, vm := range v.Members {
+		m := Member{
+			MemberID: vm.MemberID, ClientID: vm.ClientID, ClientHost: vm.ClientHost,
+			SessionTimeoutMs: vm.SessionTimeoutMillis, RebalanceTimeoutMs: vm.RebalanceTimeoutMillis,
+			Subscription: vm.Subscription, Assignment: vm.Assignment,
+		}
+		if v.Version == 0 {
+			// v0 has one timeout, the session timeout, which then
+			// bounds the rebalance too (MemberMetadata's default).
+			m.RebalanceTimeoutMs = m.SessionTimeoutMs
+		}
+		if vm.InstanceID != nil {
+			m.InstanceID = *vm.InstanceID
+		}
+		g.Members = append(g.Members, m)
+	}
+	return g, nil
 }

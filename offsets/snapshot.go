@@ -43,5 +43,8 @@ func (st *state) Live(yield func(*rec)) {
 		for tp, o := range g.offsets {
 			yield(&rec{group: id, tp: tp, offset: o})
 		}
+		for k, v := range g.cg {
+			yield(&rec{group: id, isCG: true, cgKey: k, cgValue: v})
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package offsets
 
 import (
+	"maps"
 	"path/filepath"
 	"sync"
 	"time"
@@ -53,6 +54,11 @@ type Store struct {
 		// txn holds, per producer id, the offsets of its open
 		// transaction (TxnOffsetCommit): durable, not yet visible.
 		txn map[int64][]rec
+		// cgWritten holds, per consumer group, its records as last
+		// written (RecordConsumerGroup), applied or not, so that a
+		// change writes only the records that changed. A group
+		// missing here is compared with its applied records.
+		cgWritten map[string]map[string][]byte
 	}
 
 	stop chan struct{}
@@ -67,11 +73,14 @@ type groupState struct {
 	meta         []byte
 	protocolType string
 	generation   int32
-	// empty is whether the group had no members at its last record (and,
-	// after a restart, always: members do not survive one); emptySince is
-	// from when.
+	// empty is whether the group had no members at its last record
+	// (members survive a restart: the coordinator restores them from
+	// the record); emptySince is from when.
 	empty      bool
 	emptySince int64
+	// cg holds the group's consumer-group (KIP-848) records: encoded
+	// key → value.
+	cg map[string][]byte
 }
 
 // Open loads the snapshot in cfg.Dir, replays the records of parts that
@@ -87,6 +96,7 @@ func Open(cfg Config, ps *partition.Store, parts []*partition.Partition, hooks H
 	s := &Store{cfg: cfg, hooks: hooks, lg: lg, stop: make(chan struct{})}
 	s.mu.groups = map[string]*groupState{}
 	s.mu.txn = map[int64][]rec{}
+	s.mu.cgWritten = map[string]map[string][]byte{}
 
 	start := time.Now()
 	l, ld, err := coordlog.Open(coordlog.Config{
@@ -96,11 +106,10 @@ func Open(cfg Config, ps *partition.Store, parts []*partition.Partition, hooks H
 		return nil, err
 	}
 	s.log = l
-	// Members do not survive a restart: every group is empty from now.
-	now := cfg.Now().UnixMilli()
-	for _, g := range s.mu.groups {
-		if !g.empty {
-			g.empty, g.emptySince = true, now
+	// Nothing is pending after a replay: what applied is what was written.
+	for id, g := range s.mu.groups {
+		if len(g.cg) > 0 {
+			s.mu.cgWritten[id] = maps.Clone(g.cg)
 		}
 	}
 	lg.Info("group offsets loaded", zap.Int("groups", len(s.mu.groups)), zap.Bool("snapshot", ld.Snapshot),
@@ -121,6 +130,13 @@ func (s *Store) applyLocked(r *rec) {
 		s.mu.groups[r.group] = g
 	}
 	switch {
+	case r.isCG && r.tombstone:
+		delete(g.cg, r.cgKey)
+	case r.isCG:
+		if g.cg == nil {
+			g.cg = map[string][]byte{}
+		}
+		g.cg[r.cgKey] = r.cgValue
 	case r.isGroup && r.tombstone:
 		g.meta, g.protocolType, g.generation = nil, "", 0
 	case r.isGroup:
@@ -134,7 +150,7 @@ func (s *Store) applyLocked(r *rec) {
 	default:
 		g.offsets[r.tp] = r.offset
 	}
-	if g.meta == nil && len(g.offsets) == 0 {
+	if g.meta == nil && len(g.offsets) == 0 && len(g.cg) == 0 {
 		delete(s.mu.groups, r.group)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -192,14 +193,32 @@ func TestDeletesSurviveRestart(t *testing.T) {
 
 func TestGroupMetadataRestored(t *testing.T) {
 	e := newEnv(t, partition.FlushAsync, 1)
-	e.s.RecordGroup(GroupRecord{Group: "g", ProtocolType: "consumer", Generation: 7, Protocol: "range", Leader: "m1",
-		Members: []Member{{MemberID: "m1", ClientID: "c", ClientHost: "/127.0.0.1", Subscription: []byte{1}, Assignment: []byte{2}}}})
+	want := GroupRecord{Group: "g", ProtocolType: "consumer", Generation: 7, Protocol: "range", Leader: "m1",
+		Members: []Member{
+			{MemberID: "m1", ClientID: "c", ClientHost: "/127.0.0.1", SessionTimeoutMs: 10000, RebalanceTimeoutMs: 60000, Subscription: []byte{1}, Assignment: []byte{2}},
+			{MemberID: "m2", InstanceID: "i2", ClientID: "c2", ClientHost: "/127.0.0.2", SessionTimeoutMs: 45000, RebalanceTimeoutMs: 300000, Subscription: []byte{3}, Assignment: []byte{}},
+		}}
+	e.s.RecordGroup(want)
 	for _, crash := range []bool{true, false} {
 		e.restart(crash)
 		gs := e.s.Groups()
-		if len(gs) != 1 || gs[0] != (GroupInfo{Group: "g", ProtocolType: "consumer", Generation: 7}) {
-			t.Fatalf("groups %+v", gs)
+		if len(gs) != 1 || !reflect.DeepEqual(gs[0], GroupInfo{Group: "g", ProtocolType: "consumer", Generation: 7, Record: want, HasRecord: true}) {
+			t.Fatalf("groups: got %+v, want %+v", gs, want)
 		}
+		// A restart keeps a group with members non-empty: expiry
+		// leaves its offsets alone however old.
+		e.s.mu.Lock()
+		empty := e.s.mu.groups["g"].empty
+		e.s.mu.Unlock()
+		if empty {
+			t.Fatal("a group with members is empty after the restart")
+		}
+	}
+	// A later record without members empties it, through a restart too.
+	e.s.RecordGroup(GroupRecord{Group: "g", ProtocolType: "consumer", Generation: 8})
+	e.restart(true)
+	if gs := e.s.Groups(); len(gs) != 1 || len(gs[0].Record.Members) != 0 || gs[0].Generation != 8 {
+		t.Fatalf("groups after emptying: %+v", gs)
 	}
 }
 

@@ -34,6 +34,23 @@ var ErrClassicConflict = errors.New("consumer group: the group id belongs to a c
 // Option configures a Coordinator's dependencies.
 type Option func(*Coordinator)
 
+// WithChangeHook registers fn to hear of every change of a group that its
+// records in __consumer_offsets show (Kafka writes records for exactly
+// those): a member joined, left, was fenced or changed its subscription,
+// epochs or assignment; the group epoch or target assignment moved; the
+// group was deleted. fn runs on the goroutine that made the change, with
+// no lock of the Coordinator held, and should take the group's state with
+// Record; the group may have changed again since, so the call is a hint
+// to record the group as it is now. It must not block for long.
+func WithChangeHook(fn func(groupID string)) Option { return func(c *Coordinator) { c.onChange = fn } }
+
+// changed calls the change hook, if any.
+func (c *Coordinator) changed(groupID string) {
+	if c.onChange != nil {
+		c.onChange(groupID)
+	}
+}
+
 // WithClassic connects the classic coordinator (see Classic).
 func WithClassic(cl Classic) Option { return func(c *Coordinator) { c.classic = cl } }
 
@@ -42,6 +59,8 @@ func WithClassic(cl Classic) Option { return func(c *Coordinator) { c.classic = 
 type Coordinator struct {
 	cfg     Config
 	classic Classic
+	// onChange is the change hook (WithChangeHook).
+	onChange func(groupID string)
 
 	// hasOffsets tells whether a group has committed offsets; an Empty
 	// group without any is deleted (SetOffsetsProbe).
@@ -243,18 +262,24 @@ func (g *group) deleteLocked() {
 // meanwhile; it must not call the Coordinator.
 func (c *Coordinator) ReleaseForClassic(groupID string, create func()) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	deleted := false
 	if g := c.mu.groups[groupID]; g != nil {
 		g.mu.Lock()
 		empty := len(g.mu.members) == 0
 		if empty {
 			g.deleteLocked()
+			deleted = true
 		}
 		g.mu.Unlock()
 		if !empty {
+			c.mu.Unlock()
 			return ErrClassicConflict
 		}
 	}
 	create()
+	c.mu.Unlock()
+	if deleted {
+		c.changed(groupID)
+	}
 	return nil
 }

@@ -162,6 +162,15 @@ func (c *Coordinator) Delete(groupID string) (found bool, err error) {
 		return true, kerr.CoordinatorNotAvailable
 	}
 	defer c.wg.Done()
+	found, err = c.deleteEmpty(groupID)
+	if found && err == nil {
+		c.changed(groupID)
+	}
+	return found, err
+}
+
+// deleteEmpty is Delete under the locks.
+func (c *Coordinator) deleteEmpty(groupID string) (found bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.mu.groups[groupID]

@@ -16,6 +16,17 @@
 // handlers translate kmsg requests. The package group owns a Coordinator
 // and shares the group-id namespace with it (Classic, ReleaseForClassic).
 //
+// # Persistence
+//
+// Groups live in memory; every change that Kafka writes records for (a
+// member joined, left, was fenced or changed its subscription, epochs or
+// assignment; the group epoch or target assignment moved; the group was
+// deleted) is reported to the change hook (WithChangeHook), and the broker
+// writes the group's Record as Kafka's ConsumerGroup* records of
+// __consumer_offsets. Restore brings a group back at start-up with its
+// epochs, target assignment and members, whose session timers (and
+// rebalance timers, while revoking) start afresh.
+//
 // # Epochs and the target assignment
 //
 // A group has a group epoch, bumped whenever its membership, a member's
@@ -122,12 +133,10 @@
 //
 // # Where this differs from Kafka
 //
-//   - Groups live in memory: a restart loses consumer groups (members,
-//     epochs, target assignments); their committed offsets survive, and
-//     after a restart the offsets layer shows such a group as an Empty
-//     classic group until a member rejoins, which turns it into a consumer
-//     group again at epoch 1. Kafka persists consumer groups in
-//     __consumer_offsets and keeps their members.
+//   - The records of a change are written after the heartbeat's answer
+//     (Kafka writes them first), and the resolved regular expressions are
+//     not persisted (ConsumerGroupRegularExpression): the first heartbeat
+//     after a restart resolves them again.
 //   - No online migration (KIP-848's upgrade and downgrade between the
 //     classic and the consumer protocol within one live group): a classic
 //     group with members cannot become a consumer group

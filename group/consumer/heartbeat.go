@@ -82,13 +82,16 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResp
 	if err != nil {
 		return heartbeatError(err)
 	}
-	resp, err := g.heartbeatLocked(&req, md)
+	resp, changed, err := g.heartbeatLocked(&req, md)
 	g.mu.Unlock()
 	if err != nil {
 		if created {
 			c.dropIfUnused(g)
 		}
 		return heartbeatError(err)
+	}
+	if changed {
+		c.changed(req.Group)
 	}
 	return resp
 }
@@ -158,22 +161,25 @@ func newMemberID() string {
 // .consumerGroupHeartbeat. It computes everything first and changes the
 // group only at the end, so that an error leaves the group as it was (as
 // Kafka writes its records only for a successful heartbeat). The steps
-// fill in one heartbeatPlan, in Kafka's order.
-func (g *group) heartbeatLocked(req *HeartbeatRequest, md Metadata) (HeartbeatResponse, error) {
+// fill in one heartbeatPlan, in Kafka's order. changed reports whether
+// the group changed in a way its records show (Kafka writes records for
+// such a heartbeat only).
+func (g *group) heartbeatLocked(req *HeartbeatRequest, md Metadata) (resp HeartbeatResponse, changed bool, err error) {
 	hb, err := g.updatedMemberLocked(req)
 	if err != nil {
-		return HeartbeatResponse{}, err
+		return HeartbeatResponse{}, false, err
 	}
 	if err := g.resolveRegexesLocked(hb, md); err != nil {
-		return HeartbeatResponse{}, err
+		return HeartbeatResponse{}, false, err
 	}
 	g.groupEpochLocked(hb, md)
 	g.targetLocked(hb, md)
 	if err := g.reconcileLocked(hb, md); err != nil {
-		return HeartbeatResponse{}, err
+		return HeartbeatResponse{}, false, err
 	}
+	changed = hb.old == nil || hb.replaced != nil || hb.bump || hb.newTarget != nil || !hb.reconciled.sameAs(hb.old)
 	g.installLocked(hb)
-	return g.heartbeatResponse(hb), nil
+	return g.heartbeatResponse(hb), changed, nil
 }
 
 // heartbeatPlan is what one heartbeat will change, computed step by step

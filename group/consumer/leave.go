@@ -14,7 +14,16 @@ func (c *Coordinator) leave(req *HeartbeatRequest) HeartbeatResponse {
 	if err != nil {
 		return heartbeatError(err)
 	}
-	defer g.mu.Unlock()
+	resp := g.leaveLocked(req)
+	g.mu.Unlock()
+	if resp.Err == nil {
+		c.changed(req.Group)
+	}
+	return resp
+}
+
+// leaveLocked is leave once the group is found.
+func (g *group) leaveLocked(req *HeartbeatRequest) HeartbeatResponse {
 	resp := HeartbeatResponse{MemberID: req.MemberID, MemberEpoch: req.MemberEpoch}
 	if req.InstanceID == nil {
 		m := g.mu.members[req.MemberID]

@@ -9,12 +9,14 @@ func (g *group) scheduleSessionTimerLocked(m *member) {
 	id := m.id
 	t.session = g.c.afterFunc(g.c.sessionTimeout(g.id), func() {
 		g.mu.Lock()
-		defer g.mu.Unlock()
 		cur := g.mu.members[id]
 		if g.mu.deleted || cur == nil || cur.timers != t || t.sessionSeq != seq {
+			g.mu.Unlock()
 			return
 		}
 		g.fenceLocked(cur)
+		g.mu.Unlock()
+		g.c.changed(g.id)
 	})
 }
 
@@ -42,12 +44,14 @@ func (g *group) scheduleRebalanceTimerLocked(m *member) {
 	}
 	t.rebalance = g.c.afterFunc(d, func() {
 		g.mu.Lock()
-		defer g.mu.Unlock()
 		cur := g.mu.members[id]
 		if g.mu.deleted || cur == nil || cur.timers != t || t.rebalanceSeq != seq || cur.epoch != epoch {
+			g.mu.Unlock()
 			return
 		}
 		g.fenceLocked(cur)
+		g.mu.Unlock()
+		g.c.changed(g.id)
 	})
 }
 
@@ -68,17 +72,23 @@ func (g *group) scheduleEmptyCheckLocked() {
 	seq := g.mu.emptySeq
 	g.mu.emptyTimer = g.c.afterFunc(g.c.cfg.EmptyGroupCheckInterval, func() {
 		c := g.c
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.mu.deleted || g.mu.emptySeq != seq || g.mu.state != Empty {
-			return
+		deleted := func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if g.mu.deleted || g.mu.emptySeq != seq || g.mu.state != Empty {
+				return false
+			}
+			if probe := c.hasOffsets.Load(); probe != nil && (*probe)(g.id) {
+				return false // it goes when its offsets expire
+			}
+			g.deleteLocked()
+			return true
+		}()
+		if deleted {
+			c.changed(g.id)
 		}
-		if probe := c.hasOffsets.Load(); probe != nil && (*probe)(g.id) {
-			return // it goes when its offsets expire
-		}
-		g.deleteLocked()
 	})
 }
 
