@@ -19,6 +19,7 @@ import (
 	"github.com/kbroker/kbroker/fault"
 	"github.com/kbroker/kbroker/flush"
 	"github.com/kbroker/kbroker/group"
+	"github.com/kbroker/kbroker/group/share"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/offsets"
 	"github.com/kbroker/kbroker/partition"
@@ -51,6 +52,11 @@ type Broker struct {
 	// transaction first needs it (transactions).
 	txns   atomic.Pointer[txn.Coordinator]
 	txnsMu sync.Mutex
+	// shares is the share-group coordinator (KIP-932); its store is
+	// attached at start-up or when a share group first needs it
+	// (shareState), under sharesMu.
+	shares   *share.Coordinator
+	sharesMu sync.Mutex
 	budget *byteBudget
 	// faults holds the fault-injection rules; never nil.
 	faults *fault.Injector
@@ -195,7 +201,15 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("broker: group coordinator: %w", err)
 	}
 	b.groups.Consumer().SetGroupConfigs(b.groupConfigFor)
+	if b.shares, err = share.New(cfg.shareConfig(), share.WithGroupConfigs(b.shareGroupConfigFor),
+		share.WithTaken(b.groupIDTaken), share.WithLogger(b.lg)); err != nil {
+		b.groups.Close()
+		store.Close()
+		reg.Close()
+		return nil, fmt.Errorf("broker: share group coordinator: %w", err)
+	}
 	if _, err := b.groupOffsets(false); err != nil {
+		b.shares.Close()
 		b.groups.Close()
 		store.Close()
 		reg.Close()
@@ -205,10 +219,15 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		if s := b.offsets.Load(); s != nil {
 			s.Close()
 		}
+		b.shares.Close()
 		b.groups.Close()
 		store.Close()
 		reg.Close()
 		return nil, fmt.Errorf("broker: transaction coordinator: %w", err)
+	}
+	if _, err := b.shareState(false); err != nil {
+		b.closeStores()
+		return nil, fmt.Errorf("broker: share group state: %w", err)
 	}
 	if err := b.seedTopics(); err != nil {
 		b.closeStores()
@@ -230,6 +249,10 @@ func (b *Broker) closeStores() {
 		c.Close()
 	}
 	if s := b.offsets.Load(); s != nil {
+		s.Close()
+	}
+	b.shares.Close()
+	if s := b.shares.Store(); s != nil {
 		s.Close()
 	}
 	b.groups.Close()
@@ -472,6 +495,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	// Parked JoinGroup and SyncGroup requests are answered
 	// (NOT_COORDINATOR) so that their connections can finish.
 	b.groups.Close()
+	b.shares.Close()
 	done := make(chan struct{})
 	go func() { b.wg.Wait(); close(done) }()
 	select {
@@ -491,6 +515,11 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	if s := b.offsets.Load(); s != nil {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s := b.shares.Store(); s != nil {
 		if err := s.Close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -538,11 +567,15 @@ func (b *Broker) crash() {
 		c.nc.Close()
 	}
 	b.groups.Close()
+	b.shares.Close()
 	b.wg.Wait()
 	if c := b.txns.Load(); c != nil {
 		c.Abandon()
 	}
 	if s := b.offsets.Load(); s != nil {
+		s.Abandon()
+	}
+	if s := b.shares.Store(); s != nil {
 		s.Abandon()
 	}
 	b.store.Abandon()
