@@ -57,7 +57,7 @@ type Broker struct {
 	// (shareState), under sharesMu.
 	shares   *share.Coordinator
 	sharesMu sync.Mutex
-	budget *byteBudget
+	budget   *byteBudget
 	// faults holds the fault-injection rules; never nil.
 	faults *fault.Injector
 	// allocHook is the commit log's AllocateHook (log.Config): tests set

@@ -63,7 +63,9 @@ func (b *Broker) describeShareOffsets(c *conn, topics []kmsg.DescribeShareGroupO
 			slices.Sort(ps)
 			topics = append(topics, kmsg.DescribeShareGroupOffsetsRequestGroupTopic{Topic: name, Partitions: ps})
 		}
-		slices.SortFunc(topics, func(x, y kmsg.DescribeShareGroupOffsetsRequestGroupTopic) int { return strings.Compare(x.Topic, y.Topic) })
+		slices.SortFunc(topics, func(x, y kmsg.DescribeShareGroupOffsetsRequestGroupTopic) int {
+			return strings.Compare(x.Topic, y.Topic)
+		})
 	}
 	out := make([]kmsg.DescribeShareGroupOffsetsResponseGroupTopic, 0, len(topics))
 	for _, rt := range topics {

@@ -63,7 +63,7 @@ type shareFetchPart struct {
 	// fetch is false for a partition present only for its
 	// acknowledgements; acked is whether it has some.
 	fetch, acked bool
-	out   protocol.ShareFetchPartition
+	out          protocol.ShareFetchPartition
 }
 
 func (b *Broker) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (result, error) {
