@@ -420,6 +420,8 @@ func (b *Broker) acceptLoop(l *listener) {
 		go func() {
 			defer b.wg.Done()
 			c.serve()
+			// Share sessions end with their connection (KIP-932).
+			b.shares.CloseOwned(c)
 			b.mu.Lock()
 			delete(b.mu.conns, c)
 			if b.mu.perIP[ip]--; b.mu.perIP[ip] <= 0 {

@@ -7,7 +7,7 @@ package broker
 //   - The share session (ShareSessionEpoch) is opened at 0 with the
 //     partitions named, moved on by each request, closed at -1 (which may
 //     carry only acknowledgements; the member's records are then
-//     released). A wrong epoch is INVALID_SHARE_SESSION_EPOCH, no session
+//     released) or when the connection that opened it closes. A wrong epoch is INVALID_SHARE_SESSION_EPOCH, no session
 //     SHARE_SESSION_NOT_FOUND, both top-level.
 //   - Piggybacked acknowledgements are applied first, per partition, and
 //     their outcome is the partition's acknowledge error code. Renew (4)
@@ -101,7 +101,7 @@ func (b *Broker) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (result,
 			forget = append(forget, share.TopicIDPartition{TopicID: t.TopicID, Partition: p})
 		}
 	}
-	session, serr := b.shares.Session(share.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, Add: add, Forget: forget, Fetch: true})
+	session, serr := b.shares.Session(share.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, Add: add, Forget: forget, Fetch: true, Owner: c})
 	if serr != nil {
 		return fail(serr, "")
 	}

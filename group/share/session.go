@@ -28,6 +28,9 @@ type sessionKey struct{ group, member string }
 type session struct {
 	epoch int32
 	parts []TopicIDPartition
+	// owner is the connection that opened the session: Kafka ties a share
+	// session to its connection and ends it when the connection closes.
+	owner any
 }
 
 // SessionRequest is what a ShareFetch or ShareAcknowledge says about its
@@ -41,6 +44,8 @@ type SessionRequest struct {
 	// Fetch is true for ShareFetch, false for ShareAcknowledge, which
 	// may not open a session.
 	Fetch bool
+	// Owner identifies the connection the request came on (comparable).
+	Owner any
 }
 
 // Session applies a request to the member's share session, as Kafka's
@@ -66,7 +71,7 @@ func (c *Coordinator) Session(r SessionRequest) ([]TopicIDPartition, *kerr.Error
 		if s == nil && len(c.mu.sessions) >= c.cfg.MaxSessions {
 			return nil, kerr.ShareSessionLimitReached
 		}
-		s = &session{epoch: 1}
+		s = &session{epoch: 1, owner: r.Owner}
 		c.mu.sessions[k] = s
 	case FinalSessionEpoch:
 		if s == nil {
@@ -105,4 +110,23 @@ func (c *Coordinator) CloseSession(groupID, memberID string) {
 	delete(c.mu.sessions, sessionKey{groupID, memberID})
 	c.mu.Unlock()
 	c.releaseMember(groupID, memberID)
+}
+
+// CloseOwned ends every share session that owner (a connection) opened and
+// releases their members' records, as Kafka does when a connection
+// closes, so that a member that went away does not hold records until
+// their locks expire.
+func (c *Coordinator) CloseOwned(owner any) {
+	var gone []sessionKey
+	c.mu.Lock()
+	for k, s := range c.mu.sessions {
+		if s.owner == owner {
+			gone = append(gone, k)
+			delete(c.mu.sessions, k)
+		}
+	}
+	c.mu.Unlock()
+	for _, k := range gone {
+		c.releaseMember(k.group, k.member)
+	}
 }
