@@ -107,6 +107,9 @@ func (b *Broker) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (result,
 	}
 	sf := &shareFetch{group: group, member: member, version: req.Version, maxBytes: int64(req.MaxBytes),
 		maxRecords: int(req.MaxRecords), lock: b.shares.LockDuration(group)}
+	if sf.maxBytes < 0 {
+		sf.maxBytes = 0 // as Fetch: the KIP-74 minimum, the first batch only
+	}
 	if sf.maxRecords <= 0 {
 		sf.maxRecords = 500 // Kafka's share.max.fetch.records default
 	}
@@ -120,7 +123,7 @@ func (b *Broker) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (result,
 	for _, tp := range session {
 		mb, ok := maxBytes[tp]
 		if !ok || mb <= 0 {
-			mb = int64(req.MaxBytes)
+			mb = sf.maxBytes
 		}
 		fp := sf.part(b, c, tp, true)
 		fp.maxBytes, fp.fetch = mb, true
