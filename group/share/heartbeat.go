@@ -75,6 +75,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResp
 		c.mu.groups[req.Group] = g
 	}
 	m := g.members[req.MemberID]
+	joined := m == nil
 	switch {
 	case m == nil && req.MemberEpoch != 0:
 		c.mu.Unlock()
@@ -100,7 +101,9 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResp
 		subs = slices.Compact(subs)
 		if !slices.Equal(subs, m.subscribed) {
 			m.subscribed = subs
-			g.epoch++
+			if !joined { // a join bumped the epoch already
+				g.epoch++
+			}
 		}
 	}
 	c.assignLocked(g, md)
