@@ -21,13 +21,13 @@ package broker
 //     sendfile like Fetch's: the response frame is encoded with splice
 //     points (protocol.EncodeShareFetchResponse).
 //   - With nothing acquired the request parks until a partition's high
-//     watermark moves or max_wait_ms passes, then reads once more.
+//     watermark moves, records become available again (released, or a
+//     lock expired), or max_wait_ms passes, then reads once more.
 //   - The response waits until changed share-partition states (new
 //     partitions, acknowledgements, expired locks) are durable in
 //     __share_group_state.
 //
-// Deviations from Apache Kafka: a parked request is not woken by an
-// expiring lock (it reads again at max_wait_ms); isolation is always
+// Deviations from Apache Kafka: isolation is always
 // read_uncommitted (share.isolation.level is not served); min_bytes only
 // decides whether to park (anything acquired is answered at once).
 
@@ -269,20 +269,33 @@ func (b *Broker) readShareFetch(sf *shareFetch, fr *fetchResult) int {
 }
 
 // parkShareFetch waits until a fetched partition's high watermark moves,
-// the wait ends, the connection closes or the broker stops.
+// records of one become Available again (released by another member, or
+// its lock expired: the wait ends at the earliest lock deadline), the wait
+// ends, the connection closes or the broker stops.
 func (b *Broker) parkShareFetch(c *conn, sf *shareFetch, wait time.Duration) {
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
 	cases := []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ctx.Done())},
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.stop)},
 	}
+	now := b.shares.Now()
 	for i := range sf.parts {
-		if fp := &sf.parts[i]; fp.fetch && fp.p != nil && fp.out.ErrorCode == 0 {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(fp.p.Wait(fp.p.HighWatermark()))})
+		fp := &sf.parts[i]
+		if !fp.fetch || fp.p == nil || fp.sp == nil || fp.out.ErrorCode != 0 {
+			continue
 		}
+		freed, deadline := fp.sp.Freed()
+		if !deadline.IsZero() {
+			// A moment past the deadline, so that the expiry is due when
+			// the fetch reads again.
+			wait = min(wait, max(deadline.Sub(now)+time.Millisecond, 0))
+		}
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(fp.p.Wait(fp.p.HighWatermark()))},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(freed)})
 	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
 	reflect.Select(cases)
 }
 

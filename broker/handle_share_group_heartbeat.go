@@ -6,7 +6,9 @@ package broker
 // epoch -1; the broker assigns partitions (group/share's assignor) and
 // sends a member its assignment when it changed. The group id is shared
 // with classic and consumer groups: an id one of those holds is
-// GROUP_ID_NOT_FOUND ("is not a share group"). Needs READ on the group.
+// GROUP_ID_NOT_FOUND ("is not a share group"), and JoinGroup and
+// ConsumerGroupHeartbeat refuse a share group's id in turn. Needs READ on
+// the group.
 //
 // Deviations from Apache Kafka: membership is not stored, so after a
 // restart members rejoin (UNKNOWN_MEMBER_ID, then epoch 0); topic

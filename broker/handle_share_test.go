@@ -307,3 +307,33 @@ func TestShareGroupKgo(t *testing.T) {
 		t.Fatalf("delete a group with members: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// TestShareGroupIDNamespace checks that share groups share the group-id
+// namespace: a share group cannot take a classic group's id, nor a
+// classic or consumer group a share group's.
+func TestShareGroupIDNamespace(t *testing.T) {
+	srv := newTestServer(t, nil)
+	createTopic(t, srv, "q", 1)
+	joinShare(t, srv, "sg", "a", "q")
+	w := dialWire(t, srv)
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Version, jg.Group, jg.ProtocolType, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = 9, "sg", "consumer", 6000, 6000
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0}}}
+	if r := w.do(jg).(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("JoinGroup of a share group's id: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	cg := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cg.Group, cg.MemberID, cg.RebalanceTimeoutMillis, cg.SubscribedTopicNames, cg.Topics = "sg", "m", 5000, []string{"q"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r := w.do(cg).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ConsumerGroupHeartbeat of a share group's id: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	cg.Group = "cg"
+	if r := w.do(cg).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != 0 {
+		t.Fatalf("consumer group joins: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	sh := kmsg.NewPtrShareGroupHeartbeatRequest()
+	sh.Version, sh.GroupID, sh.MemberID, sh.SubscribedTopicNames = 1, "cg", "x", []string{"q"}
+	if r := w.do(sh).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ShareGroupHeartbeat of a consumer group's id: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}

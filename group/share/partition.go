@@ -72,6 +72,12 @@ type Partition struct {
 		// version counts changes worth storing; stored is the version
 		// last handed to the store.
 		version, stored uint64
+		// freed is closed (and replaced) when records become Available
+		// again, to wake fetches parked for this partition; wake says an
+		// operation freed some and the channel is to be closed when it
+		// ends.
+		freed chan struct{}
+		wake  bool
 	}
 	maxLocks      int
 	deliveryLimit int16
@@ -82,7 +88,35 @@ func newPartition(start int64, stateEpoch int32, maxLocks int, deliveryLimit int
 	p := &Partition{maxLocks: maxLocks, deliveryLimit: deliveryLimit}
 	p.mu.start, p.mu.stateEpoch = start, stateEpoch
 	p.mu.version = 1 // a new partition's initial state is stored
+	p.mu.freed = make(chan struct{})
 	return p
+}
+
+// Freed returns a channel closed when records of the window become
+// Available again (released, or their locks expired), and the earliest
+// lock deadline (zero when nothing is acquired): a fetch parked for this
+// partition waits on the channel and at most until the deadline, when an
+// expiry may free records.
+func (p *Partition) Freed() (<-chan struct{}, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var deadline time.Time
+	if p.mu.nextDeadline != 0 {
+		deadline = time.Unix(0, p.mu.nextDeadline)
+	}
+	return p.mu.freed, deadline
+}
+
+// wakeLocked wakes the fetches waiting for Available records if the
+// operation ending freed some. Operations that may free records defer it
+// right after taking the lock.
+func (p *Partition) wakeLocked() {
+	if !p.mu.wake {
+		return
+	}
+	p.mu.wake = false
+	close(p.mu.freed)
+	p.mu.freed = make(chan struct{})
 }
 
 // StartOffset is SPSO.
@@ -113,6 +147,7 @@ func (p *Partition) StateEpoch() int32 {
 func (p *Partition) FetchOffset(now time.Time) (offset int64, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.wakeLocked()
 	p.expireLocked(now)
 	for i := range p.mu.recs {
 		if p.mu.recs[i].state == Available {
@@ -132,6 +167,7 @@ func (p *Partition) FetchOffset(now time.Time) (offset int64, ok bool) {
 func (p *Partition) Acquire(dst []AcquiredRange, member string, from, to int64, maxRecords int, lock time.Duration, now time.Time) []AcquiredRange {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.wakeLocked()
 	p.expireLocked(now)
 	deadline := now.Add(lock).UnixNano()
 	n := 0
@@ -182,6 +218,7 @@ func (p *Partition) Acknowledge(member string, first, last int64, types []int8, 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.wakeLocked()
 	p.expireLocked(now)
 	if first < p.mu.start || last >= p.mu.start+int64(len(p.mu.recs)) {
 		return kerr.InvalidRecordState
@@ -226,6 +263,7 @@ func (p *Partition) Acknowledge(member string, first, last int64, types []int8, 
 func (p *Partition) ReleaseMember(member string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.wakeLocked()
 	changed := false
 	for i := range p.mu.recs {
 		if r := &p.mu.recs[i]; r.state == Acquired && r.owner == member {
@@ -263,16 +301,20 @@ func (p *Partition) Reset(offset int64) {
 	p.mu.stateEpoch++
 	p.mu.nextDeadline = 0
 	p.mu.version++
+	p.mu.wake = true
+	p.wakeLocked()
 }
 
-// releaseLocked ends r's lock: Available again, or Archived once its
-// delivery count reached the limit (group.share.delivery.count.limit).
+// releaseLocked ends r's lock: Available again (waking parked fetches),
+// or Archived once its delivery count reached the limit
+// (group.share.delivery.count.limit).
 func (p *Partition) releaseLocked(r *inflight) {
 	if r.deliveries >= p.deliveryLimit {
 		*r = inflight{state: Archived, deliveries: r.deliveries}
 		return
 	}
 	*r = inflight{state: Available, deliveries: r.deliveries}
+	p.mu.wake = true
 }
 
 // expireLocked releases the records whose locks expired by now.
@@ -329,6 +371,7 @@ func (p *Partition) dropLocked(n int) {
 func (p *Partition) Counts(now time.Time) (available, acquired, done int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.wakeLocked()
 	p.expireLocked(now)
 	for _, r := range p.mu.recs {
 		switch r.state {
