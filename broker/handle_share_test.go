@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -335,5 +337,79 @@ func TestShareGroupIDNamespace(t *testing.T) {
 	sh.Version, sh.GroupID, sh.MemberID, sh.SubscribedTopicNames = 1, "cg", "x", []string{"q"}
 	if r := w.do(sh).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("ShareGroupHeartbeat of a consumer group's id: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// cuttableDialer dials normally until cut, which closes every connection
+// it made and refuses new ones: a client process that died.
+type cuttableDialer struct {
+	mu    sync.Mutex
+	conns []net.Conn
+	dead  bool
+}
+
+func (d *cuttableDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dead {
+		return nil, errors.New("client process is gone")
+	}
+	var nd net.Dialer
+	nc, err := nd.DialContext(ctx, network, host)
+	if err == nil {
+		d.conns = append(d.conns, nc)
+	}
+	return nc, err
+}
+
+func (d *cuttableDialer) cut() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dead = true
+	for _, nc := range d.conns {
+		nc.Close()
+	}
+}
+
+// TestShareKgoMemberCrash has a franz-go share consumer poll records and
+// die without acknowledging them (its connections cut, as when its
+// process is killed): the other member gets those records, with delivery
+// count 2, and every record is consumed.
+func TestShareKgoMemberCrash(t *testing.T) {
+	srv := newTestServer(t, func(c *Config) {
+		c.GroupShareHeartbeatInterval = 100 * time.Millisecond
+		c.GroupShareRecordLockDuration = 2 * time.Second
+	})
+	createTopic(t, srv, "q", 1)
+	setShareGroupConfig(t, srv, "sg", shareAutoOffsetResetConfig, "earliest")
+	const n = 50
+	produceN(t, newClient(t, srv), "q", n)
+	ctx := testCtx(t)
+
+	d := &cuttableDialer{}
+	a := newClient(t, srv, kgo.ShareGroup("sg"), kgo.ConsumeTopics("q"), kgo.Dialer(d.dial), kgo.FetchMaxWait(200*time.Millisecond))
+	held := a.PollRecords(ctx, n).Records()
+	if len(held) == 0 {
+		t.Fatal("a polled nothing")
+	}
+	d.cut()
+
+	b := newClient(t, srv, kgo.ShareGroup("sg"), kgo.ConsumeTopics("q"), kgo.FetchMaxWait(200*time.Millisecond))
+	seen := map[int64]int32{}
+	for len(seen) < n {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		fs := b.PollRecords(pctx, n)
+		cancel()
+		if ctx.Err() != nil {
+			t.Fatalf("b consumed %d of %d records", len(seen), n)
+		}
+		for _, r := range fs.Records() {
+			seen[r.Offset] = r.DeliveryCount()
+		}
+	}
+	for _, r := range held {
+		if c := seen[r.Offset]; c != 2 {
+			t.Fatalf("record %d that a held came to b with delivery count %d, want 2", r.Offset, c)
+		}
 	}
 }
