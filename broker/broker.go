@@ -305,6 +305,19 @@ func (b *Broker) onTopicChange(old, cur *topic.Topic) {
 		if err := b.store.DeleteTopic(partition.TopicID(old.ID)); err != nil {
 			b.lg.Error("delete topic data", zap.String("topic", old.Name), zap.Error(err))
 		}
+		if b.shares != nil {
+			// Not under the registry's lock: the tombstones go through the
+			// commit log.
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				b.shares.DeleteTopic(share.TopicID(old.ID), func(err error) {
+					if err != nil {
+						b.lg.Warn("share-group state of a deleted topic not removed", zap.String("topic", old.Name), zap.Error(err))
+					}
+				})
+			}()
+		}
 	default:
 		if err := b.store.AddTopic(topicSpec(cur)); err != nil {
 			b.lg.Error("add topic partitions", zap.String("topic", cur.Name), zap.Error(err))

@@ -206,6 +206,19 @@ func TestShareStateSurvivesCrash(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("acquired after the crash %+v, want %+v", got, want)
 	}
+	// b accepts everything; a clean restart (which snapshots the state
+	// and lets the commit log drop its records) keeps that too.
+	resp = b.fetch(0, map[int32][]kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{0: {
+		{FirstOffset: 10, LastOffset: 11, AcknowledgeTypes: []int8{1}}, {FirstOffset: 13, LastOffset: 19, AcknowledgeTypes: []int8{1}}}})
+	if code := resp.Topics[0].Partitions[0].AcknowledgeErrorCode; code != 0 {
+		t.Fatalf("ack after the crash: %v", kerr.ErrorForCode(code))
+	}
+	if err := srv.Restart(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if start := shareStartOffset(t, srv, "sg", "q", 0); start != 20 {
+		t.Fatalf("start offset after a clean restart %d, want 20", start)
+	}
 }
 
 // TestShareGroupKgo runs two franz-go share consumers in one group: the

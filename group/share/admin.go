@@ -100,3 +100,20 @@ func (c *Coordinator) DeleteOffsets(groupID string, topics []TopicID, done func(
 	c.deleteStates(keys, done)
 	return nil
 }
+
+// DeleteTopic drops every group's share-partition states of a deleted
+// topic, as Kafka's share coordinator does when a topic goes, so that
+// they neither linger nor apply to a new topic of the same name (which
+// has a new id anyway). done hears when the tombstones are durable.
+func (c *Coordinator) DeleteTopic(id TopicID, done func(error)) {
+	c.mu.Lock()
+	var keys []Key
+	for k := range c.mu.parts {
+		if k.TopicID == id {
+			keys = append(keys, k)
+			delete(c.mu.parts, k)
+		}
+	}
+	c.mu.Unlock()
+	c.deleteStates(keys, done)
+}

@@ -155,3 +155,19 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("after close: %v", err)
 	}
 }
+
+func TestDeleteTopicDropsStates(t *testing.T) {
+	c := testCoordinator(t, nil)
+	k1 := Key{Group: "g", TopicID: TopicID{1}}
+	k2 := Key{Group: "g", TopicID: TopicID{2}}
+	c.Partition(k1, func(bool) int64 { return 0 })
+	c.Partition(k2, func(bool) int64 { return 0 })
+	done := make(chan error, 1)
+	c.DeleteTopic(TopicID{1}, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c.Existing(k1) != nil || c.Existing(k2) == nil {
+		t.Fatalf("after deleting topic 1: %v %v", c.Existing(k1), c.Existing(k2))
+	}
+}
