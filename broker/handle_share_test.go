@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -425,4 +426,37 @@ func TestShareKgoMemberCrash(t *testing.T) {
 			t.Fatalf("record %d that a held came to b with delivery count %d, want 2", r.Offset, c)
 		}
 	}
+}
+
+// TestShareVersionFeature turns share groups off with UpdateFeatures
+// (share.version 0): their keys leave ApiVersions and answer
+// UNSUPPORTED_VERSION; back at 1 they are served again.
+func TestShareVersionFeature(t *testing.T) {
+	srv := newTestServer(t, nil)
+	createTopic(t, srv, "q", 1)
+	w := dialWire(t, srv)
+	if fin, sup, _ := finalized(t, w); fin[featureShareVersion] != 1 || sup[featureShareVersion] != [2]int16{0, 1} {
+		t.Fatalf("share.version finalized %d, supported %v", fin[featureShareVersion], sup[featureShareVersion])
+	}
+	set := func(level int16, upgrade int8) {
+		t.Helper()
+		res, err := newAdmin(t, srv).UpdateFeatures(testCtx(t), false, kadm.FeatureUpdate{Feature: featureShareVersion, MaxVersionLevel: level, UpgradeType: upgrade})
+		if err != nil || res[featureShareVersion].Err != nil {
+			t.Fatalf("share.version to %d: %v %v", level, err, res)
+		}
+	}
+	set(0, 2)
+	if hasKey(t, w, int16(kmsg.ShareFetch)) || hasKey(t, w, int16(kmsg.ShareGroupHeartbeat)) {
+		t.Fatal("share keys advertised at share.version 0")
+	}
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.Version, hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = 1, "sg", "a", []string{"q"}
+	if r := w.do(hb).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("heartbeat at share.version 0: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	set(1, 1)
+	if !hasKey(t, w, int16(kmsg.ShareFetch)) {
+		t.Fatal("ShareFetch not advertised at share.version 1")
+	}
+	joinShare(t, srv, "sg", "a", "q")
 }
