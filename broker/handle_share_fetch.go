@@ -82,16 +82,16 @@ func (b *Broker) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (result,
 		return fail(code, msg)
 	}
 	acks := shareFetchAcks(req)
-	switch {
-	case req.ShareSessionEpoch == share.InitialSessionEpoch && len(acks) > 0:
+	if req.ShareSessionEpoch == share.InitialSessionEpoch && len(acks) > 0 {
 		return fail(kerr.InvalidRequest, "Acknowledge data present in initial fetch request.")
-	case req.ShareSessionEpoch == share.FinalSessionEpoch && len(req.Topics) > 0 && hasFetchData(req):
-		return fail(kerr.InvalidRequest, "Fetch data present in final fetch request.")
 	}
+	// Every partition named joins the session (v1+ has no per-partition
+	// byte limit to say "acknowledgements only"); a final request only
+	// carries acknowledgements.
 	var add, forget []share.TopicIDPartition
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			if p.PartitionMaxBytes > 0 || len(p.AcknowledgementBatches) == 0 {
+	if req.ShareSessionEpoch != share.FinalSessionEpoch {
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
 				add = append(add, share.TopicIDPartition{TopicID: t.TopicID, Partition: p.Partition})
 			}
 		}
@@ -114,19 +114,11 @@ func (b *Broker) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (result,
 		sf.maxRecords = 500 // Kafka's share.max.fetch.records default
 	}
 	resp.AcquisitionLockTimeoutMillis = int32(sf.lock.Milliseconds())
-	maxBytes := map[share.TopicIDPartition]int64{}
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			maxBytes[share.TopicIDPartition{TopicID: t.TopicID, Partition: p.Partition}] = int64(p.PartitionMaxBytes)
-		}
-	}
 	for _, tp := range session {
-		mb, ok := maxBytes[tp]
-		if !ok || mb <= 0 {
-			mb = sf.maxBytes
-		}
+		// The response's max_bytes bounds each partition too: v1+ has no
+		// partition_max_bytes.
 		fp := sf.part(b, c, tp, true)
-		fp.maxBytes, fp.fetch = mb, true
+		fp.maxBytes, fp.fetch = sf.maxBytes, true
 	}
 	b.applyShareAcks(c, sf, acks, req.Version >= 2 && req.IsRenewAck)
 	if req.ShareSessionEpoch == share.FinalSessionEpoch {
@@ -335,16 +327,4 @@ func derefString(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// hasFetchData reports whether a ShareFetch asks for records anywhere.
-func hasFetchData(req *kmsg.ShareFetchRequest) bool {
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			if p.PartitionMaxBytes > 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
