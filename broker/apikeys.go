@@ -81,6 +81,7 @@ func apiTable() []api {
 	table = append(table, offsetAPIs()...)
 	table = append(table, txnAPIs()...)
 	table = append(table, securityAPIs()...)
+	table = append(table, shareAPIs()...)
 	return table
 }
 

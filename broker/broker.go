@@ -19,6 +19,7 @@ import (
 	"github.com/kbroker/kbroker/fault"
 	"github.com/kbroker/kbroker/flush"
 	"github.com/kbroker/kbroker/group"
+	"github.com/kbroker/kbroker/group/share"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/offsets"
 	"github.com/kbroker/kbroker/partition"
@@ -56,7 +57,12 @@ type Broker struct {
 	// transaction first needs it (transactions).
 	txns   atomic.Pointer[txn.Coordinator]
 	txnsMu sync.Mutex
-	budget *byteBudget
+	// shares is the share-group coordinator (KIP-932); its store is
+	// attached at start-up or when a share group first needs it
+	// (shareState), under sharesMu.
+	shares   *share.Coordinator
+	sharesMu sync.Mutex
+	budget   *byteBudget
 	// faults holds the fault-injection rules; never nil.
 	faults *fault.Injector
 	// allocHook is the commit log's AllocateHook (log.Config): tests set
@@ -200,7 +206,15 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("broker: group coordinator: %w", err)
 	}
 	b.groups.Consumer().SetGroupConfigs(b.groupConfigFor)
+	if b.shares, err = share.New(cfg.shareConfig(), share.WithGroupConfigs(b.shareGroupConfigFor),
+		share.WithTaken(b.groupIDTaken), share.WithLogger(b.lg)); err != nil {
+		b.groups.Close()
+		store.Close()
+		reg.Close()
+		return nil, fmt.Errorf("broker: share group coordinator: %w", err)
+	}
 	if _, err := b.groupOffsets(false); err != nil {
+		b.shares.Close()
 		b.groups.Close()
 		store.Close()
 		reg.Close()
@@ -210,10 +224,15 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		if s := b.offsets.Load(); s != nil {
 			s.Close()
 		}
+		b.shares.Close()
 		b.groups.Close()
 		store.Close()
 		reg.Close()
 		return nil, fmt.Errorf("broker: transaction coordinator: %w", err)
+	}
+	if _, err := b.shareState(false); err != nil {
+		b.closeStores()
+		return nil, fmt.Errorf("broker: share group state: %w", err)
 	}
 	if err := b.seedTopics(); err != nil {
 		b.closeStores()
@@ -235,6 +254,10 @@ func (b *Broker) closeStores() {
 		c.Close()
 	}
 	if s := b.offsets.Load(); s != nil {
+		s.Close()
+	}
+	b.shares.Close()
+	if s := b.shares.Store(); s != nil {
 		s.Close()
 	}
 	b.groups.Close()
@@ -286,6 +309,19 @@ func (b *Broker) onTopicChange(old, cur *topic.Topic) {
 	case cur == nil:
 		if err := b.store.DeleteTopic(partition.TopicID(old.ID)); err != nil {
 			b.lg.Error("delete topic data", zap.String("topic", old.Name), zap.Error(err))
+		}
+		if b.shares != nil {
+			// Not under the registry's lock: the tombstones go through the
+			// commit log.
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				b.shares.DeleteTopic(share.TopicID(old.ID), func(err error) {
+					if err != nil {
+						b.lg.Warn("share-group state of a deleted topic not removed", zap.String("topic", old.Name), zap.Error(err))
+					}
+				})
+			}()
 		}
 	default:
 		if err := b.store.AddTopic(topicSpec(cur)); err != nil {
@@ -402,6 +438,8 @@ func (b *Broker) acceptLoop(l *listener) {
 		go func() {
 			defer b.wg.Done()
 			c.serve()
+			// Share sessions end with their connection (KIP-932).
+			b.shares.CloseOwned(c)
 			b.mu.Lock()
 			delete(b.mu.conns, c)
 			if b.mu.perIP[ip]--; b.mu.perIP[ip] <= 0 {
@@ -477,6 +515,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	// Parked JoinGroup and SyncGroup requests are answered
 	// (NOT_COORDINATOR) so that their connections can finish.
 	b.groups.Close()
+	b.shares.Close()
 	done := make(chan struct{})
 	go func() { b.wg.Wait(); close(done) }()
 	select {
@@ -496,6 +535,11 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	if s := b.offsets.Load(); s != nil {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s := b.shares.Store(); s != nil {
 		if err := s.Close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -543,11 +587,15 @@ func (b *Broker) crash() {
 		c.nc.Close()
 	}
 	b.groups.Close()
+	b.shares.Close()
 	b.wg.Wait()
 	if c := b.txns.Load(); c != nil {
 		c.Abandon()
 	}
 	if s := b.offsets.Load(); s != nil {
+		s.Abandon()
+	}
+	if s := b.shares.Store(); s != nil {
 		s.Abandon()
 	}
 	b.store.Abandon()

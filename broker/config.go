@@ -308,6 +308,22 @@ type Config struct {
 	// ConsumerGroupAssignors is group.consumer.assignors: the server-side
 	// assignors, comma-separated, the first the default.
 	ConsumerGroupAssignors string `kafka:"group.consumer.assignors"`
+
+	// GroupShare* are the settings of share groups (KIP-932,
+	// group.share.*), with Kafka 4.2's defaults; share_config.go checks
+	// them. The record lock duration may go below Kafka's 15 s minimum,
+	// for tests.
+	GroupShareSessionTimeout          time.Duration `kafka:"group.share.session.timeout.ms"`
+	GroupShareHeartbeatInterval       time.Duration `kafka:"group.share.heartbeat.interval.ms"`
+	GroupShareRecordLockDuration      time.Duration `kafka:"group.share.record.lock.duration.ms"`
+	GroupShareDeliveryCountLimit      int           `kafka:"group.share.delivery.count.limit"`
+	GroupSharePartitionMaxRecordLocks int           `kafka:"group.share.partition.max.record.locks"`
+	GroupShareMaxSize                 int           `kafka:"group.share.max.size"`
+	GroupShareMaxShareSessions        int           `kafka:"group.share.max.share.sessions"`
+	// ShareStateTopicPartitions is
+	// share.coordinator.state.topic.num.partitions: the partitions of
+	// __share_group_state (Kafka's default is 50; one is plenty here).
+	ShareStateTopicPartitions int32 `kafka:"share.coordinator.state.topic.num.partitions"`
 }
 
 // DefaultConfig returns the defaults of the kbroker command.
@@ -383,6 +399,15 @@ func DefaultConfig() Config {
 		ConsumerGroupMaxHeartbeatInterval:  15 * time.Second,
 		ConsumerGroupMaxSize:               math.MaxInt32,
 		ConsumerGroupAssignors:             "uniform,range",
+
+		GroupShareSessionTimeout:          45 * time.Second,
+		GroupShareHeartbeatInterval:       5 * time.Second,
+		GroupShareRecordLockDuration:      30 * time.Second,
+		GroupShareDeliveryCountLimit:      5,
+		GroupSharePartitionMaxRecordLocks: 2000,
+		GroupShareMaxSize:                 200,
+		GroupShareMaxShareSessions:        2000,
+		ShareStateTopicPartitions:         1,
 	}
 }
 
@@ -456,6 +481,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if _, err := c.consumerProtocolEnabled(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validateShare(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.OffsetsTopicPartitions < 1 || c.OffsetsTopicPartitions > 1000 {

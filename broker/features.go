@@ -16,6 +16,11 @@ package broker
 //     group.coordinator.rebalance.protocols to list consumer; at 0
 //     ConsumerGroupHeartbeat and ConsumerGroupDescribe leave ApiVersions
 //     and answer UNSUPPORTED_VERSION, as in Kafka.
+//   - share.version: 0–1, finalized 1. Level 1 serves share groups
+//     (KIP-932: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
+//     ShareAcknowledge and the share-group offsets admin keys), as Kafka
+//     4.2 does; at 0 those keys leave ApiVersions and answer
+//     UNSUPPORTED_VERSION.
 //   - eligible.leader.replicas.version: 0–1, finalized 0. KIP-966's ELR
 //     needs more than one replica to mean anything, so either level changes
 //     nothing here but what is reported.
@@ -37,6 +42,7 @@ const (
 	featureMetadataVersion = "metadata.version"
 	featureGroupVersion    = "group.version"
 	featureELRVersion      = "eligible.leader.replicas.version"
+	featureShareVersion    = "share.version"
 )
 
 // metadataVersionLevel is the metadata.version kbroker runs at, 4.0-IV3,
@@ -61,6 +67,7 @@ var features = []featureSpec{
 	{name: featureELRVersion, min: 0, max: 1, initial: 0},
 	{name: featureGroupVersion, min: 0, max: 1, initial: 1},
 	{name: featureMetadataVersion, min: metadataVersionMin, max: metadataVersionLevel, initial: metadataVersionLevel},
+	{name: featureShareVersion, min: 0, max: 1, initial: 1},
 }
 
 // featureSpecFor returns the spec of name, or false for a feature this

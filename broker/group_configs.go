@@ -16,8 +16,18 @@ package broker
 // are written to the cluster state file before the answer and applied by
 // the consumer group coordinator from each member's next heartbeat.
 //
-// Deviation: Kafka 4 also has the share-group configs (share.*); kbroker
-// does not serve share groups, so they are unknown names here.
+// and the share-group configs (KIP-932), applied by the share coordinator:
+//
+//   - share.auto.offset.reset: where a share-partition without state
+//     starts, "latest" (the default) or "earliest";
+//   - share.record.lock.duration.ms: the acquisition lock duration
+//     (default group.share.record.lock.duration.ms);
+//   - share.session.timeout.ms and share.heartbeat.interval.ms (defaults
+//     group.share.session.timeout.ms and group.share.heartbeat.interval.ms),
+//     the session timeout above the interval.
+//
+// Deviation: Kafka also has share.isolation.level, which kbroker does not
+// serve (share groups read uncommitted).
 
 import (
 	"fmt"
@@ -40,14 +50,31 @@ const (
 )
 
 // groupConfigNames are the group configs, sorted.
-var groupConfigNames = []string{groupHeartbeatIntervalConfig, groupSessionTimeoutConfig}
+var groupConfigNames = []string{groupHeartbeatIntervalConfig, groupSessionTimeoutConfig,
+	shareAutoOffsetResetConfig, shareHeartbeatIntervalConfig, shareRecordLockDurationConfig, shareSessionTimeoutConfig}
 
 // groupConfigDefault is the broker value a group config defaults to.
 func (b *Broker) groupConfigDefault(name string) time.Duration {
-	if name == groupSessionTimeoutConfig {
+	switch name {
+	case groupSessionTimeoutConfig:
 		return b.cfg.ConsumerGroupSessionTimeout
+	case shareSessionTimeoutConfig:
+		return b.cfg.GroupShareSessionTimeout
+	case shareHeartbeatIntervalConfig:
+		return b.cfg.GroupShareHeartbeatInterval
+	case shareRecordLockDurationConfig:
+		return b.cfg.GroupShareRecordLockDuration
 	}
 	return b.cfg.ConsumerGroupHeartbeatInterval
+}
+
+// groupConfigDefaultValue is a group config's default as DescribeConfigs
+// shows it.
+func (b *Broker) groupConfigDefaultValue(name string) string {
+	if name == shareAutoOffsetResetConfig {
+		return "latest"
+	}
+	return strconv.FormatInt(b.groupConfigDefault(name).Milliseconds(), 10)
 }
 
 // groupConfigFor is the consumer coordinator's view of a group's configs.
@@ -82,10 +109,13 @@ func (b *Broker) describeGroupConfigs(req *kmsg.DescribeConfigsRequest, rr *kmsg
 		}
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 		rc.Name, rc.ConfigType = name, kmsg.ConfigTypeInt
+		if name == shareAutoOffsetResetConfig {
+			rc.ConfigType = kmsg.ConfigTypeString
+		}
 		v, ok := set[name]
 		rc.Source = kmsg.ConfigSourceGroupConfig
 		if !ok {
-			v, rc.Source = strconv.FormatInt(b.groupConfigDefault(name).Milliseconds(), 10), kmsg.ConfigSourceDefaultConfig
+			v, rc.Source = b.groupConfigDefaultValue(name), kmsg.ConfigSourceDefaultConfig
 		}
 		rc.Value, rc.IsDefault = kmsg.StringPtr(v), !ok
 		if req.IncludeSynonyms {
@@ -157,7 +187,13 @@ func (b *Broker) alterGroupConfigs(group string, configs []kmsg.IncrementalAlter
 // Kafka's GroupConfig.validate.
 func (b *Broker) validateGroupConfigs(set map[string]string) error {
 	val := make(map[string]int64, len(groupConfigNames))
+	if v, ok := set[shareAutoOffsetResetConfig]; ok && v != "latest" && v != "earliest" {
+		return &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Invalid value %s for configuration %s: String must be one of: latest, earliest", v, shareAutoOffsetResetConfig)}
+	}
 	for _, name := range groupConfigNames {
+		if name == shareAutoOffsetResetConfig {
+			continue
+		}
 		s, ok := set[name]
 		if !ok {
 			val[name] = b.groupConfigDefault(name).Milliseconds()
@@ -183,6 +219,7 @@ func (b *Broker) validateGroupConfigs(set map[string]string) error {
 		{session < b.cfg.ConsumerGroupMinSessionTimeout.Milliseconds(), groupSessionTimeoutConfig, "greater than or equal to group.consumer.min.session.timeout.ms"},
 		{session > b.cfg.ConsumerGroupMaxSessionTimeout.Milliseconds(), groupSessionTimeoutConfig, "less than or equal to group.consumer.max.session.timeout.ms"},
 		{session <= hb, groupSessionTimeoutConfig, "greater than " + groupHeartbeatIntervalConfig},
+		{val[shareSessionTimeoutConfig] <= val[shareHeartbeatIntervalConfig], shareSessionTimeoutConfig, "greater than " + shareHeartbeatIntervalConfig},
 	} {
 		if c.bad {
 			return &topic.Error{Code: kerr.InvalidConfig, Detail: c.name + " must be " + c.what}

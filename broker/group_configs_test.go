@@ -25,7 +25,11 @@ func describeGroupConfig(t *testing.T, srv *InProcess, group string) map[string]
 	}
 	out := make(map[string]kmsg.DescribeConfigsResponseResourceConfig)
 	for _, c := range res.Configs {
-		if c.ReadOnly || c.ConfigType != kmsg.ConfigTypeInt || len(c.ConfigSynonyms) != 1 {
+		want := kmsg.ConfigTypeInt
+		if c.Name == shareAutoOffsetResetConfig {
+			want = kmsg.ConfigTypeString
+		}
+		if c.ReadOnly || c.ConfigType != want || len(c.ConfigSynonyms) != 1 {
 			t.Errorf("group config %+v", c)
 		}
 		out[c.Name] = c
@@ -55,7 +59,9 @@ func TestGroupConfigs(t *testing.T) {
 		msg   string
 	}{
 		{"", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set(groupSessionTimeoutConfig, "30000")}, kerr.InvalidRequest, "Group name must not be empty"},
-		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set("share.session.timeout.ms", "30000")}, kerr.InvalidConfig, "Unknown group config name: share.session.timeout.ms"},
+		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set("share.isolation.level", "read_committed")}, kerr.InvalidConfig, "Unknown group config name: share.isolation.level"},
+		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set(shareAutoOffsetResetConfig, "middle")}, kerr.InvalidConfig, "String must be one of: latest, earliest"},
+		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set(shareSessionTimeoutConfig, "1000")}, kerr.InvalidConfig, "share.session.timeout.ms must be greater than share.heartbeat.interval.ms"},
 		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set(groupSessionTimeoutConfig, "x")}, kerr.InvalidConfig, "Not a number of type INT"},
 		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set(groupSessionTimeoutConfig, "1000")}, kerr.InvalidConfig, "must be greater than or equal to group.consumer.min.session.timeout.ms"},
 		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set(groupHeartbeatIntervalConfig, "60000")}, kerr.InvalidConfig, "must be less than or equal to group.consumer.max.heartbeat.interval.ms"},

@@ -3,10 +3,11 @@ package broker
 // ListGroups v0–v5, as Kafka 4's KafkaApis.handleListGroupsRequest and
 // GroupMetadataManager.listGroups without an authorizer.
 //
-// Every group the coordinators hold, classic and consumer (KIP-848), with
-// its protocol type ("" for a classic group until a member joined,
-// "consumer" for a consumer group), state (v4+) and type (v5+, "classic"
-// or "consumer"). The states filter (v4+, KIP-518) matches state names
+// Every group the coordinators hold, classic, consumer (KIP-848) and share
+// (KIP-932), with its protocol type ("" for a classic group until a member
+// joined, "consumer" for a consumer group, "share" for a share group),
+// state (v4+) and type (v5+, "classic", "consumer" or "share"). Share
+// groups are listed only while share.version is at 1 or above. The states filter (v4+, KIP-518) matches state names
 // without regard to case or surrounding blanks, as Kafka's, each group by
 // the names of its own kind's states ("stable" matches both kinds); the
 // types filter (v5+, KIP-848) type names without regard to case, and an
@@ -32,6 +33,7 @@ import (
 const (
 	classicGroupType  = "classic"
 	consumerGroupType = "consumer"
+	shareGroupType    = "share"
 )
 
 func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result, error) {
@@ -40,13 +42,13 @@ func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result,
 		resp.Groups = []kmsg.ListGroupsResponseGroup{}
 		return respond(resp)
 	}
-	wantClassic, wantConsumer := true, true
+	wantClassic, wantConsumer, wantShare := true, true, b.shareGroups()
 	if req.Version >= 5 && len(req.TypesFilter) > 0 {
 		has := func(name string) bool {
 			return slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, name) })
 		}
-		wantClassic, wantConsumer = has(classicGroupType), has(consumerGroupType)
-		if !wantClassic && !wantConsumer {
+		wantClassic, wantConsumer, wantShare = has(classicGroupType), has(consumerGroupType), wantShare && has(shareGroupType)
+		if !wantClassic && !wantConsumer && !wantShare {
 			return none()
 		}
 	}
@@ -89,6 +91,16 @@ func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result,
 			g.ProtocolType = consumerGroupType // ConsumerProtocol.PROTOCOL_TYPE
 			g.GroupState = name
 			g.GroupType = consumerGroupType
+			resp.Groups = append(resp.Groups, g)
+		}
+	}
+	if wantShare {
+		for _, o := range b.shares.List() {
+			if len(states) > 0 && !slices.Contains(states, o.State) {
+				continue
+			}
+			g := kmsg.NewListGroupsResponseGroup()
+			g.Group, g.ProtocolType, g.GroupState, g.GroupType = o.Group, shareGroupType, o.State, shareGroupType
 			resp.Groups = append(resp.Groups, g)
 		}
 	}

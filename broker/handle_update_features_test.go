@@ -49,7 +49,7 @@ func TestUpdateFeatures(t *testing.T) {
 	srv := rs.running
 	w := dialWire(t, srv)
 	fin, sup, epoch := finalized(t, w)
-	if fin[featureMetadataVersion] != metadataVersionLevel || fin[featureGroupVersion] != 1 || len(fin) != 2 || epoch != 0 {
+	if fin[featureMetadataVersion] != metadataVersionLevel || fin[featureGroupVersion] != 1 || fin[featureShareVersion] != 1 || len(fin) != 3 || epoch != 0 {
 		t.Fatalf("initial finalized features %v epoch %d", fin, epoch)
 	}
 	if _, ok := sup["transaction.version"]; ok {

@@ -576,7 +576,7 @@ func hostileRequest(key int16, env *hostileEnv, rng *rand.Rand) kmsg.Request {
 		c.Name, c.Op, c.Value = "retention.ms", kmsg.IncrementalAlterConfigOp(rng.IntN(4)), kmsg.StringPtr("120000")
 		if rng.IntN(4) == 0 { // a group's KIP-848 configs
 			res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, pick([]string{group(), ""})
-			c.Name = pick([]string{"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "share.session.timeout.ms"})
+			c.Name = pick([]string{"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "share.session.timeout.ms", "share.auto.offset.reset"})
 			c.Value = kmsg.StringPtr(pick([]string{"45000", "0", "x", "5000"}))
 		}
 		res.Configs = append(res.Configs, c)
@@ -698,9 +698,9 @@ func hostileRequest(key int16, env *hostileEnv, rng *rand.Rand) kmsg.Request {
 		// turn the consumer protocol off for the rest of the run.
 		r.TimeoutMillis, r.ValidateOnly = 5000, true
 		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
-		u.Feature = pick([]string{"metadata.version", "group.version", "eligible.leader.replicas.version", "transaction.version", "nope"})
+		u.Feature = pick([]string{"metadata.version", "group.version", "eligible.leader.replicas.version", "transaction.version", "share.version", "nope"})
 		u.MaxVersionLevel, u.UpgradeType, u.AllowDowngrade = int16(rng.IntN(30))-2, int8(rng.IntN(5)), rng.IntN(2) == 0
-		if u.Feature == "group.version" && u.MaxVersionLevel == 0 {
+		if (u.Feature == "group.version" || u.Feature == "share.version") && u.MaxVersionLevel == 0 {
 			u.MaxVersionLevel = 1 // v0 has no validate-only: never turn the protocol off
 		}
 		r.FeatureUpdates = append(r.FeatureUpdates, u)
@@ -716,6 +716,77 @@ func hostileRequest(key int16, env *hostileEnv, rng *rand.Rand) kmsg.Request {
 		if rng.IntN(2) == 0 {
 			r.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: topic(), Partition: int32(rng.IntN(5)) - 1}
 		}
+		return r
+	case 76: // ShareGroupHeartbeat (KIP-932)
+		r := kmsg.NewPtrShareGroupHeartbeatRequest()
+		r.GroupID = group()
+		r.MemberID = pick([]string{"member-0", "member-1", ""})
+		r.MemberEpoch = []int32{0, -1, -2, 1, 7}[rng.IntN(5)]
+		if rng.IntN(4) > 0 {
+			r.SubscribedTopicNames = []string{topic(), topic()}
+		}
+		if rng.IntN(4) == 0 {
+			r.RackID = kmsg.StringPtr(pick([]string{"", "r1"}))
+		}
+		return r
+	case 77: // ShareGroupDescribe
+		r := kmsg.NewPtrShareGroupDescribeRequest()
+		r.GroupIDs = []string{group(), group()}
+		return r
+	case 78: // ShareFetch
+		r := kmsg.NewPtrShareFetchRequest()
+		r.GroupID, r.MemberID = kmsg.StringPtr(group()), kmsg.StringPtr(pick([]string{"member-0", "member-1", ""}))
+		r.ShareSessionEpoch = []int32{0, -1, 1, 2, 99}[rng.IntN(5)]
+		r.MaxWaitMillis, r.MinBytes, r.MaxBytes = int32(rng.IntN(200)), int32(rng.IntN(2)), int32(rng.IntN(1<<20))-10
+		r.MaxRecords, r.BatchSize, r.ShareAcquireMode, r.IsRenewAck = int32(rng.IntN(600))-50, 500, int8(rng.IntN(3)), rng.IntN(2) == 0
+		t := kmsg.NewShareFetchRequestTopic()
+		t.TopicID = env.ids[topic()]
+		p := kmsg.NewShareFetchRequestTopicPartition()
+		p.Partition, p.PartitionMaxBytes = part(), int32(rng.IntN(1<<16))
+		if rng.IntN(2) == 0 {
+			first := int64(rng.IntN(20)) - 2
+			p.AcknowledgementBatches = append(p.AcknowledgementBatches, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{
+				FirstOffset: first, LastOffset: first + int64(rng.IntN(5)) - 1, AcknowledgeTypes: []int8{int8(rng.IntN(7)) - 1}})
+		}
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		if rng.IntN(3) == 0 {
+			r.ForgottenTopicsData = append(r.ForgottenTopicsData, kmsg.ShareFetchRequestForgottenTopicsData{TopicID: t.TopicID, Partitions: []int32{part()}})
+		}
+		return r
+	case 79: // ShareAcknowledge
+		r := kmsg.NewPtrShareAcknowledgeRequest()
+		r.GroupID, r.MemberID = kmsg.StringPtr(group()), kmsg.StringPtr(pick([]string{"member-0", ""}))
+		r.ShareSessionEpoch, r.IsRenewAck = []int32{0, -1, 1, 3}[rng.IntN(4)], rng.IntN(2) == 0
+		t := kmsg.NewShareAcknowledgeRequestTopic()
+		t.TopicID = env.ids[topic()]
+		p := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		p.Partition = part()
+		first := int64(rng.IntN(20)) - 2
+		p.AcknowledgementBatches = append(p.AcknowledgementBatches, kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{
+			FirstOffset: first, LastOffset: first + int64(rng.IntN(5)) - 1, AcknowledgeTypes: []int8{1, 2, 3, 4, 9}[:1+rng.IntN(5)]})
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	case 90: // DescribeShareGroupOffsets
+		r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		g.GroupID = group()
+		if rng.IntN(2) == 0 {
+			g.Topics = []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic(), Partitions: []int32{part(), part()}}}
+		}
+		r.Groups = append(r.Groups, g)
+		return r
+	case 91: // AlterShareGroupOffsets
+		r := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		r.GroupID = group()
+		r.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: topic(), Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{
+			{Partition: part(), StartOffset: []int64{-1, 0, 5, 1 << 40}[rng.IntN(4)]}}}}
+		return r
+	case 92: // DeleteShareGroupOffsets
+		r := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		r.GroupID = group()
+		r.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: topic()}}
 		return r
 	case 66: // ListTransactions
 		r := kmsg.NewPtrListTransactionsRequest()

@@ -1,0 +1,214 @@
+package share
+
+import (
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// HeartbeatRequest is a ShareGroupHeartbeat (KIP-932), independent of the
+// wire version.
+type HeartbeatRequest struct {
+	Group, MemberID string
+	// MemberEpoch is 0 to join, LeaveEpoch to leave, else the member's
+	// current epoch.
+	MemberEpoch int32
+	// Rack is nil when unchanged.
+	Rack *string
+	// SubscribedTopicNames is nil when unchanged.
+	SubscribedTopicNames []string
+	ClientID, ClientHost string
+}
+
+// HeartbeatResponse is the answer; Err is a Kafka error (then only
+// ErrMessage means anything).
+type HeartbeatResponse struct {
+	Err        *kerr.Error
+	ErrMessage string
+	MemberID   string
+	// MemberEpoch is the member's epoch, LeaveEpoch after leaving.
+	MemberEpoch       int32
+	HeartbeatInterval time.Duration
+	// HasAssignment says Assignment is sent: on joining and whenever it
+	// changed since the member last heard it.
+	HasAssignment bool
+	Assignment    []TopicPartitions
+}
+
+// Heartbeat handles a ShareGroupHeartbeat, as Kafka's
+// GroupMetadataManager.shareGroupHeartbeat: it joins, keeps or removes a
+// member, recomputes the assignment when membership, subscriptions or the
+// subscribed topics changed, and answers with the member's epoch and,
+// when it changed, its assignment. Share groups need no revocation: a
+// partition may move at once, since records are locked one by one, not
+// owned by partition; so the member epoch is always the group epoch.
+func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResponse {
+	if resp, ok := validateHeartbeat(&req); !ok {
+		return resp
+	}
+	now := c.now()
+	c.mu.Lock()
+	g := c.mu.groups[req.Group]
+	if req.MemberEpoch == LeaveEpoch {
+		left := g != nil && g.members[req.MemberID] != nil
+		if left {
+			c.removeMemberLocked(g, req.MemberID)
+			c.assignLocked(g, md)
+		}
+		c.mu.Unlock()
+		if left {
+			c.releaseMember(req.Group, req.MemberID)
+		}
+		return HeartbeatResponse{MemberID: req.MemberID, MemberEpoch: LeaveEpoch}
+	}
+	if g == nil {
+		if req.MemberEpoch != 0 {
+			c.mu.Unlock()
+			return HeartbeatResponse{Err: kerr.UnknownMemberID, ErrMessage: "Member " + req.MemberID + " is not a member of group " + req.Group + "."}
+		}
+		if c.taken(req.Group) {
+			c.mu.Unlock()
+			return HeartbeatResponse{Err: kerr.GroupIDNotFound, ErrMessage: "Group " + req.Group + " is not a share group."}
+		}
+		g = &group{id: req.Group, members: map[string]*member{}}
+		c.mu.groups[req.Group] = g
+	}
+	m := g.members[req.MemberID]
+	joined := m == nil
+	switch {
+	case m == nil && req.MemberEpoch != 0:
+		c.mu.Unlock()
+		return HeartbeatResponse{Err: kerr.UnknownMemberID, ErrMessage: "Member " + req.MemberID + " is not a member of group " + req.Group + "."}
+	case m == nil && len(g.members) >= c.cfg.MaxSize:
+		c.mu.Unlock()
+		return HeartbeatResponse{Err: kerr.GroupMaxSizeReached, ErrMessage: "The share group has reached its maximum capacity."}
+	case m == nil:
+		m = &member{id: req.MemberID}
+		g.members[req.MemberID] = m
+		g.epoch++
+	case req.MemberEpoch != 0 && req.MemberEpoch != m.epoch:
+		c.mu.Unlock()
+		return HeartbeatResponse{Err: kerr.FencedMemberEpoch, ErrMessage: "The share group member has a smaller member epoch than expected."}
+	}
+	m.clientID, m.clientHost = req.ClientID, req.ClientHost
+	if req.Rack != nil {
+		m.rack = *req.Rack
+	}
+	if req.SubscribedTopicNames != nil {
+		subs := slices.Clone(req.SubscribedTopicNames)
+		slices.Sort(subs)
+		subs = slices.Compact(subs)
+		if !slices.Equal(subs, m.subscribed) {
+			m.subscribed = subs
+			if !joined { // a join bumped the epoch already
+				g.epoch++
+			}
+		}
+	}
+	c.assignLocked(g, md)
+	interval, timeout := c.intervals(req.Group)
+	m.expires = now.Add(timeout)
+	resp := HeartbeatResponse{MemberID: m.id, MemberEpoch: m.epoch, HeartbeatInterval: interval}
+	if !m.sent || req.MemberEpoch == 0 || req.SubscribedTopicNames != nil {
+		resp.HasAssignment, resp.Assignment, m.sent = true, m.assignment, true
+	}
+	c.mu.Unlock()
+	return resp
+}
+
+// validateHeartbeat checks the request as Kafka's
+// throwIfShareGroupHeartbeatRequestIsInvalid.
+func validateHeartbeat(req *HeartbeatRequest) (HeartbeatResponse, bool) {
+	bad := func(msg string) (HeartbeatResponse, bool) {
+		return HeartbeatResponse{Err: kerr.InvalidRequest, ErrMessage: msg}, false
+	}
+	switch {
+	case req.Group == "":
+		return bad("GroupId can't be empty.")
+	case req.MemberID == "":
+		return bad("MemberId can't be empty.")
+	case req.MemberEpoch < LeaveEpoch:
+		return bad("MemberEpoch is invalid.")
+	case req.MemberEpoch == 0 && len(req.SubscribedTopicNames) == 0:
+		return bad("SubscribedTopicNames must be set in first request.")
+	case req.Rack != nil && *req.Rack == "":
+		return bad("RackId can't be empty.")
+	}
+	return HeartbeatResponse{}, true
+}
+
+// intervals are the heartbeat interval and session timeout of a group.
+func (c *Coordinator) intervals(groupID string) (interval, timeout time.Duration) {
+	gc := c.groupConfig(groupID)
+	interval, timeout = c.cfg.HeartbeatInterval, c.cfg.SessionTimeout
+	if gc.HeartbeatInterval > 0 {
+		interval = gc.HeartbeatInterval
+	}
+	if gc.SessionTimeout > 0 {
+		timeout = gc.SessionTimeout
+	}
+	return interval, timeout
+}
+
+// assignLocked recomputes the assignment when the group epoch moved past
+// it or the subscribed topics changed (created, deleted, more
+// partitions), and gives every member the group epoch.
+func (c *Coordinator) assignLocked(g *group, md Metadata) {
+	topics := g.subscribedTopics(md)
+	if g.assignmentEpoch == g.epoch && slices.Equal(topics, g.topics) {
+		return
+	}
+	if !slices.Equal(topics, g.topics) && g.assignmentEpoch == g.epoch {
+		g.epoch++
+	}
+	g.topics = topics
+	next := assign(topics, g.members)
+	for id, m := range g.members {
+		a := next[id]
+		sortTopicPartitions(a)
+		if !sameAssignment(a, m.assignment) {
+			m.assignment, m.sent = a, false
+		}
+		m.epoch = g.epoch
+	}
+	g.assignmentEpoch = g.epoch
+}
+
+// Description describes one share group (ShareGroupDescribe).
+type Description struct {
+	Group, State    string
+	GroupEpoch      int32
+	AssignmentEpoch int32
+	Members         []MemberDescription
+}
+
+// MemberDescription describes one member.
+type MemberDescription struct {
+	MemberID, Rack, ClientID, ClientHost string
+	MemberEpoch                          int32
+	SubscribedTopicNames                 []string
+	Assignment                           []TopicPartitions
+}
+
+// Describe describes a share group; false when there is none of that id.
+func (c *Coordinator) Describe(groupID string) (Description, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.mu.groups[groupID]
+	if g == nil {
+		return Description{}, false
+	}
+	d := Description{Group: g.id, State: g.state(), GroupEpoch: g.epoch, AssignmentEpoch: g.assignmentEpoch}
+	ids := make([]string, 0, len(g.members))
+	for id := range g.members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		m := g.members[id]
+		d.Members = append(d.Members, MemberDescription{MemberID: m.id, Rack: m.rack, ClientID: m.clientID, ClientHost: m.clientHost,
+			MemberEpoch: m.epoch, SubscribedTopicNames: slices.Clone(m.subscribed), Assignment: m.assignment})
+	}
+	return d, true
+}
