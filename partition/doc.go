@@ -72,6 +72,8 @@
 //	request): in the order of their commit-log keys, never one twice
 //	Store.checkpointMu → Partition.mu
 //	Partition.mu → Partition.stable, Partition.mu → Partition.aborted (leaves)
+//	Partition.mu → Partition.openMu → consumequeue.Queue's locks (lazy.go)
+//	Partition.watchers: a leaf, taken after Partition.vis is released (watch.go)
 //	Partition.cleanMu → Partition.aborted (a pass; it never takes Partition.mu)
 //	Store.topicsMu is released before DeleteTopic takes Partition.cleanMu
 //

@@ -135,6 +135,16 @@ type Partition struct {
 	// deleted is set when the topic was deleted.
 	deleted atomic.Bool
 
+	// changes counts the moves of the high watermark, the last stable
+	// offset and the log start offset, and the deletion (watch.go).
+	changes atomic.Uint64
+	// watchers are signalled after each move of the high watermark or
+	// the last stable offset (watch.go).
+	watchers struct {
+		sync.Mutex
+		list []Watcher
+	}
+
 	// traffic counts bytes and records in and out (stats.go).
 	traffic Traffic
 	// size caches the partition's size (stats.go); a leaf lock.

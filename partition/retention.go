@@ -41,7 +41,9 @@ func (p *Partition) advanceLogStart(offset int64) {
 			break
 		}
 	}
+	p.changes.Add(1)
 	p.onLogStartMoved()
+	p.signalWatchers()
 }
 
 // retentionStart computes where retention.ms and retention.bytes move the
