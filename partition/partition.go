@@ -144,6 +144,9 @@ type Partition struct {
 		sync.Mutex
 		list []Watcher
 	}
+	// watching mirrors len(watchers.list), so that signalling nobody
+	// takes no lock.
+	watching atomic.Int32
 
 	// traffic counts bytes and records in and out (stats.go).
 	traffic Traffic

@@ -38,6 +38,7 @@ func (p *Partition) Watch(w Watcher) {
 		}
 	}
 	p.watchers.list = append(p.watchers.list, w)
+	p.watching.Store(int32(len(p.watchers.list)))
 }
 
 // Unwatch stops telling w.
@@ -50,6 +51,7 @@ func (p *Partition) Unwatch(w Watcher) {
 			p.watchers.list[i] = p.watchers.list[last]
 			p.watchers.list[last] = nil
 			p.watchers.list = p.watchers.list[:last]
+			p.watching.Store(int32(last))
 			return
 		}
 	}
@@ -58,6 +60,9 @@ func (p *Partition) Unwatch(w Watcher) {
 // signalWatchers tells every watcher. A leaf lock but for what the
 // watchers take: taken after p.vis is released.
 func (p *Partition) signalWatchers() {
+	if p.watching.Load() == 0 {
+		return // most partitions, on every append: no lock
+	}
 	p.watchers.Lock()
 	for _, w := range p.watchers.list {
 		w.PartitionChanged()
