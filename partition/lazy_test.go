@@ -2,8 +2,11 @@ package partition
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	klog "github.com/kbroker/kbroker/log"
@@ -218,4 +221,86 @@ func TestCheckpointWithoutEndsOpensQueues(t *testing.T) {
 		}
 	}
 	checkValues(t, s2.Partition(top.ID, 0), values(2, 10))
+}
+
+// TestLazyQueueConcurrentFirstUse: readers and an appender that reach a
+// closed queue at once open it once, and all see every batch.
+func TestLazyQueueConcurrentFirstUse(t *testing.T) {
+	cfg := testStoreConfig(t, FlushAsync)
+	top := spec(0, 1)
+	s, _, err := Open(cfg, []TopicSpec{top})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	for n := range 4 {
+		vs := values(2, 20+n)
+		mustAppend(t, s, s.Partition(top.ID, 0), testBatch{pid: -1, values: vs}, 0)
+		want = append(want, vs...)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openStore(t, cfg, top)
+	p := s2.Partition(top.ID, 0)
+	var wg sync.WaitGroup
+	errs := make(chan error, 9)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, ranges, err := p.Read(0, 1<<20, true, nil)
+			ReleaseRanges(ranges)
+			if err == nil && res.NextOffset < int64(len(want)) {
+				err = fmt.Errorf("read up to %d, want at least %d", res.NextOffset, len(want))
+			}
+			errs <- err
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		res, err := p.Append(testBatch{pid: -1, values: values(1, 5)}.encode(), 9, 0)
+		if err == nil && res.BaseOffset != int64(len(want)) {
+			err = fmt.Errorf("append at %d, want %d", res.BaseOffset, len(want))
+		}
+		errs <- err
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkValues(t, p, append(want, values(1, 5)...))
+}
+
+// TestLazyQueueDeletedUnopened: deleting a topic whose queues never
+// opened removes them from disk, and they do not open afterwards.
+func TestLazyQueueDeletedUnopened(t *testing.T) {
+	cfg := testStoreConfig(t, FlushAsync)
+	top := spec(0, 2)
+	s, _, err := Open(cfg, []TopicSpec{top})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, s.Partition(top.ID, 0), testBatch{pid: -1, values: values(2, 10)}, 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openStore(t, cfg, top)
+	p := s2.Partition(top.ID, 0)
+	if err := s2.DeleteTopic(top.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(p.dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the deleted topic's queue directory: %v, want it gone", err)
+	}
+	if _, _, err := p.Read(0, 1<<20, true, nil); err == nil {
+		t.Fatal("a read of a deleted partition succeeded")
+	}
+	if queueOpen(p) {
+		t.Fatal("a deleted partition's queue opened")
+	}
 }
