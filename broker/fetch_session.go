@@ -9,14 +9,35 @@ package broker
 // is full the least recently used session is evicted, and a client whose
 // session is gone gets FETCH_SESSION_ID_NOT_FOUND and starts over with a
 // full fetch, as with Kafka.
+//
+// An incremental fetch costs the broker in proportion to the session's
+// partitions that changed, not to all of them. A session partition whose
+// last read left it caught up (no error, no records, nothing more below
+// the high watermark or, read_committed, the last stable offset) is idle:
+// it is neither resolved nor read again until the partition tells the
+// session it changed (partition.Watcher: its watermarks or log start
+// moved, or it was deleted), which puts it on the session's dirty list,
+// or the client names it in a request. It would have been left out of the
+// answer anyway, since nothing of what decides that (records, error,
+// watermarks) changes without the partition telling. A fetch reads the
+// partitions that are not idle and those on the dirty list, in session
+// order. A parked session fetch waits on its session's own channel, which
+// the dirty list signals, instead of on one channel per partition. Fetches on which a fault rule fired,
+// and all fetches of a broker with an authorizer (whose answer may change
+// with the ACLs alone), read every partition as before.
 
 import (
+	"cmp"
 	"container/list"
 	"math/rand/v2"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/partition"
 )
 
 // sessionKey names a partition in a session: by topic id from Fetch v13,
@@ -29,12 +50,40 @@ type sessionKey struct {
 
 // sessionPart is a partition's state in a session.
 type sessionPart struct {
+	session           *fetchSession
+	seq               uint64 // order of addition to the session
 	key               sessionKey
 	offset            int64
 	maxBytes          int32
 	leaderEpoch       int32
 	sent              bool // answered at least once
 	hw, lso, logStart int64
+	// p is the partition the last read resolved (nil before the first,
+	// or when it failed to resolve); sp watches it.
+	p *partition.Partition
+	// idle says the last read left the partition caught up: an
+	// incremental fetch skips it until it is dirty (see the file comment).
+	idle bool
+	// dirty is set when p changed, and the part is then on the session's
+	// dirty list; a fetch that takes it off clears it.
+	dirty atomic.Bool
+}
+
+// PartitionChanged puts sp on its session's dirty list (once) and wakes a
+// parked fetch. It is partition.Watcher's method: called under the
+// partition's locks, it takes only the session's dirty lock, a leaf.
+func (sp *sessionPart) PartitionChanged() {
+	if sp.dirty.Swap(true) {
+		return
+	}
+	s := sp.session
+	s.dirtyMu.Lock()
+	s.dirty = append(s.dirty, sp)
+	s.dirtyMu.Unlock()
+	select {
+	case s.signal <- struct{}{}:
+	default: // already signalled
+	}
 }
 
 // fetchSession is one client's session.
@@ -45,6 +94,20 @@ type fetchSession struct {
 	order []sessionKey // Kafka answers partitions in the order they were added
 	elem  *list.Element
 	mu    sync.Mutex // a parked fetch updates the session after the handler returned
+	// signal is signalled when a part goes on the dirty list; a parked
+	// session fetch waits on it.
+	signal chan struct{}
+	// active are the parts that are not idle; guarded by mu.
+	active map[*sessionPart]struct{}
+	// seq numbers the parts in order of addition; guarded by mu.
+	seq uint64
+	// dirty are the parts whose partition changed since they were last
+	// taken off; dirtyMu is a leaf lock (taken under partition locks).
+	dirtyMu sync.Mutex
+	dirty   []*sessionPart
+	// readAll makes every fetch read every partition, as before skipping
+	// existed: the differential test compares the two.
+	readAll bool
 }
 
 // fetchSessions is the broker's session cache.
@@ -70,19 +133,34 @@ func (fs *fetchSessions) create() *fetchSession {
 	if fs.slots <= 0 {
 		return nil
 	}
+	var evicted *fetchSession
 	if len(fs.byID) >= fs.slots {
-		old := fs.lru.Back().Value.(*fetchSession)
-		fs.lru.Remove(old.elem)
-		delete(fs.byID, old.id)
+		evicted = fs.lru.Back().Value.(*fetchSession)
+		fs.lru.Remove(evicted.elem)
+		delete(fs.byID, evicted.id)
 	}
 	id := rand.Int32()
 	for id == 0 || fs.byID[id] != nil {
 		id = rand.Int32()
 	}
-	s := &fetchSession{id: id, epoch: 1, parts: map[sessionKey]*sessionPart{}}
+	s := &fetchSession{id: id, epoch: 1, parts: map[sessionKey]*sessionPart{}, signal: make(chan struct{}, 1),
+		active: map[*sessionPart]struct{}{}}
 	s.elem = fs.lru.PushFront(s)
 	fs.byID[id] = s
+	if evicted != nil {
+		evicted.close()
+	}
 	return s
+}
+
+// close stops the session's watches. Lock order: fetchSessions.mu →
+// fetchSession.mu → partition watchers.
+func (s *fetchSession) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sp := range s.parts {
+		s.watch(sp, nil)
+	}
 }
 
 // get returns a session and marks it used.
@@ -103,6 +181,7 @@ func (fs *fetchSessions) remove(id int32) {
 	if s := fs.byID[id]; s != nil {
 		fs.lru.Remove(s.elem)
 		delete(fs.byID, id)
+		s.close()
 	}
 }
 
@@ -110,18 +189,24 @@ func (fs *fetchSessions) remove(id int32) {
 func (s *fetchSession) upsert(k sessionKey, rp *kmsg.FetchRequestTopicPartition) {
 	p := s.parts[k]
 	if p == nil {
-		p = &sessionPart{key: k}
+		s.seq++
+		p = &sessionPart{session: s, seq: s.seq, key: k}
 		s.parts[k] = p
 		s.order = append(s.order, k)
 	}
 	p.offset, p.maxBytes, p.leaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
+	p.idle = false // named in a request: read it
+	s.active[p] = struct{}{}
 }
 
 // forget removes a partition from the session.
 func (s *fetchSession) forget(k sessionKey) {
-	if _, ok := s.parts[k]; !ok {
+	p, ok := s.parts[k]
+	if !ok {
 		return
 	}
+	s.watch(p, nil)
+	delete(s.active, p)
 	delete(s.parts, k)
 	for i, o := range s.order {
 		if o == k {
@@ -211,13 +296,68 @@ func topicNameBefore13(version int16, name string) string {
 	return name
 }
 
-// sessionTopics rebuilds the request's topic list from a session, in the
+// topics rebuilds the request's topic list from a session, in the
 // session's order, so the planner reads every session partition.
 func (s *fetchSession) topics() []kmsg.FetchRequestTopic {
-	var out []kmsg.FetchRequestTopic
-	idx := map[sessionKey]int{}
+	parts := make([]*sessionPart, 0, len(s.order))
 	for _, k := range s.order {
-		p := s.parts[k]
+		parts = append(parts, s.parts[k])
+	}
+	return topicList(parts)
+}
+
+// topicsFor is topics; unless all is set, only the partitions that are not
+// idle and those on the dirty list, which it empties. Its cost follows
+// those partitions, not the session's size. The caller holds s.mu.
+func (s *fetchSession) topicsFor(all bool) []kmsg.FetchRequestTopic {
+	if all {
+		s.takeDirty()
+		return s.topics()
+	}
+	parts := make([]*sessionPart, 0, len(s.active))
+	for sp := range s.active {
+		parts = append(parts, sp)
+	}
+	for _, sp := range s.takeDirty() {
+		if sp.idle && s.parts[sp.key] == sp {
+			parts = append(parts, sp) // not in active: no duplicate
+		}
+	}
+	slices.SortFunc(parts, func(a, b *sessionPart) int { return cmp.Compare(a.seq, b.seq) })
+	return topicList(parts)
+}
+
+// takeDirty empties the dirty list and returns what it held. A part taken
+// off is dirty again at its partition's next change.
+func (s *fetchSession) takeDirty() []*sessionPart {
+	s.dirtyMu.Lock()
+	d := s.dirty
+	s.dirty = nil
+	s.dirtyMu.Unlock()
+	for _, sp := range d {
+		sp.dirty.Store(false)
+	}
+	return d
+}
+
+// hasDirty reports whether a partition changed since the dirty list was
+// last emptied.
+func (s *fetchSession) hasDirty() bool {
+	s.dirtyMu.Lock()
+	defer s.dirtyMu.Unlock()
+	return len(s.dirty) > 0
+}
+
+// topicList is the request topic list of parts, grouped by topic in the
+// order of their first part.
+func topicList(parts []*sessionPart) []kmsg.FetchRequestTopic {
+	var out []kmsg.FetchRequestTopic
+	var idx map[sessionKey]int
+	for _, p := range parts {
+		k := p.key
+		if idx == nil {
+			idx = map[sessionKey]int{}
+		}
 		tk := sessionKey{topicID: k.topicID, topic: k.topic}
 		i, ok := idx[tk]
 		if !ok {
@@ -232,4 +372,52 @@ func (s *fetchSession) topics() []kmsg.FetchRequestTopic {
 		out[i].Partitions = append(out[i].Partitions, rp)
 	}
 	return out
+}
+
+// record remembers a read of a session partition: the watermarks
+// answered and whether it left the partition caught up (idle); sp watches
+// the partition read. version is the partition's change count from before
+// the read: a change since, which the watch started too late to see,
+// makes sp dirty. The caller holds s.mu.
+func (s *fetchSession) record(sp *sessionPart, fp *fetchPart) {
+	o := &fp.out
+	sp.sent, sp.hw, sp.lso, sp.logStart = true, o.HighWatermark, o.LastStableOffset, o.LogStartOffset
+	s.watch(sp, fp.p)
+	sp.idle = fp.p != nil && o.ErrorCode == 0 && len(o.Ranges) == 0 && fp.offset >= fp.lastEnd
+	if sp.idle {
+		delete(s.active, sp)
+		if fp.p.Changes() != fp.version {
+			sp.PartitionChanged()
+		}
+	} else {
+		s.active[sp] = struct{}{}
+	}
+}
+
+// watch makes sp watch p instead of what it watched (nothing for nil).
+// The caller holds s.mu.
+func (s *fetchSession) watch(sp *sessionPart, p *partition.Partition) {
+	if sp.p == p {
+		return
+	}
+	if sp.p != nil {
+		sp.p.Unwatch(sp)
+	}
+	if p != nil {
+		p.Watch(sp)
+	}
+	sp.p = p
+}
+
+// watchPlan watches the partitions a fetch read before it parks; their
+// states are recorded once its answer goes out.
+func (s *fetchSession) watchPlan(plan *fetchPlan) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range plan.parts {
+		fp := &plan.parts[i]
+		if sp := s.parts[fp.key]; sp != nil && fp.p != nil {
+			s.watch(sp, fp.p)
+		}
+	}
 }

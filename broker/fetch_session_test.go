@@ -1,11 +1,16 @@
 package broker
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/partition"
 )
 
 // sessionFetch builds a fetch of topic's partitions 0..n-1 with session
@@ -93,5 +98,139 @@ func TestFetchSessions(t *testing.T) {
 	}
 	if resp = rawFetch(t, cl, sessionFetch(srv, "s", 3, ids[2], 1)); resp.ErrorCode != 0 {
 		t.Fatalf("newest session: error %d", resp.ErrorCode)
+	}
+}
+
+// TestFetchSessionSkipsMatchFullReads: an incremental session that skips
+// the partitions with no change answers exactly as one that reads every
+// partition, fetch after fetch, while records arrive, log start offsets
+// move (DeleteRecords), clients move their offsets and run out of range.
+func TestFetchSessionSkipsMatchFullReads(t *testing.T) {
+	const parts = 20
+	srv := newTestServer(t, nil)
+	tp, err := srv.Topics().Create("d", parts, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, srv)
+	rng := rand.New(rand.NewPCG(1, 2))
+	type client struct {
+		id      int32
+		epoch   int32
+		offsets []int64
+		named   map[int32]bool // partitions to name in the next request
+	}
+	open := func(readAll bool) *client {
+		c := &client{offsets: make([]int64, parts), named: map[int32]bool{}}
+		resp := rawFetch(t, cl, sessionFetch(srv, "d", parts, 0, 0, c.offsets...))
+		if resp.ErrorCode != 0 || resp.SessionID == 0 {
+			t.Fatalf("open session: error %d", resp.ErrorCode)
+		}
+		c.id, c.epoch = resp.SessionID, 1
+		if readAll {
+			s := srv.sessions.get(c.id)
+			s.mu.Lock()
+			s.readAll = true
+			s.mu.Unlock()
+		}
+		return c
+	}
+	skipping, reading := open(false), open(true)
+	// fetch sends c's incremental request and moves its offsets as a
+	// client would; it returns a comparable summary of the answer.
+	fetch := func(c *client) []string {
+		req := sessionFetch(srv, "d", 0, c.id, c.epoch)
+		if len(c.named) > 0 {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = "d", tp.ID
+			for p := range int32(parts) {
+				if c.named[p] {
+					rp := kmsg.NewFetchRequestTopicPartition()
+					rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, c.offsets[p], 1<<20, -1
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+			}
+			req.Topics = []kmsg.FetchRequestTopic{rt}
+		}
+		clear(c.named)
+		c.epoch++
+		resp := rawFetch(t, cl, req)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("session %d: error %d", c.id, resp.ErrorCode)
+		}
+		var out []string
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				out = append(out, fmt.Sprintf("%d err=%d hw=%d lso=%d start=%d bytes=%d", rp.Partition, rp.ErrorCode,
+					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset, len(rp.RecordBatches)))
+				switch {
+				case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
+					c.offsets[rp.Partition], c.named[rp.Partition] = srv.Store().Partition(partition.TopicID(tp.ID), rp.Partition).LogStartOffset(), true
+				case len(rp.RecordBatches) > 0:
+					c.offsets[rp.Partition], c.named[rp.Partition] = rp.HighWatermark, true
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for step := range 300 {
+		switch r := rng.IntN(10); {
+		case r < 5:
+			for range 1 + rng.IntN(3) {
+				p := srv.Store().Partition(partition.TopicID(tp.ID), int32(rng.IntN(parts)))
+				if _, err := p.Append(benchBatch(1+rng.IntN(3), 10), 9, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case r < 6:
+			p := srv.Store().Partition(partition.TopicID(tp.ID), int32(rng.IntN(parts)))
+			if _, err := p.DeleteRecords(-1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, want := fetch(skipping), fetch(reading)
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: skipping session answered\n%v\nreading session answered\n%v", step, got, want)
+		}
+	}
+}
+
+// TestFetchSessionParkedWakesOnSkippedPartition: a parked incremental
+// fetch that skipped every partition answers as soon as one of them gets
+// records, with that partition only.
+func TestFetchSessionParkedWakesOnSkippedPartition(t *testing.T) {
+	const parts = 30
+	srv := newTestServer(t, nil)
+	tp, err := srv.Topics().Create("w", parts, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, srv)
+	resp := rawFetch(t, cl, sessionFetch(srv, "w", parts, 0, 0, make([]int64, parts)...))
+	id := resp.SessionID
+	if partitionsIn(rawFetch(t, cl, sessionFetch(srv, "w", parts, id, 1))) != 0 {
+		t.Fatal("idle incremental fetch answered partitions")
+	}
+	req := sessionFetch(srv, "w", parts, id, 2)
+	req.MaxWaitMillis, req.MinBytes = 60_000, 1
+	done := make(chan *kmsg.FetchResponse, 1)
+	go func() {
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- resp
+	}()
+	p := srv.Store().Partition(partition.TopicID(tp.ID), 17)
+	if _, err := p.Append(benchBatch(1, 10), 9, 0); err != nil {
+		t.Fatal(err)
+	}
+	resp = <-done
+	if resp == nil {
+		return
+	}
+	if partitionsIn(resp) != 1 || resp.Topics[0].Partitions[0].Partition != 17 || len(resp.Topics[0].Partitions[0].RecordBatches) == 0 {
+		t.Fatalf("woken fetch: %d partitions, want partition 17 with its record", partitionsIn(resp))
 	}
 }

@@ -109,6 +109,8 @@ type fetchPart struct {
 	// watermark, or the last stable offset for read_committed. A parked
 	// fetch waits for it to move.
 	lastEnd int64
+	// version is p.Changes() before the last read (fetch sessions).
+	version uint64
 	out     protocol.FetchPartition
 }
 
@@ -133,23 +135,23 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 		protocol.EncodeFetchResponse(&fr.frame, 0, &resp)
 		return result{fetch: fr}, nil
 	}
-	topics := req.Topics
-	if sr.incremental {
-		sr.session.mu.Lock()
-		topics = sr.session.topics()
-		sr.session.mu.Unlock()
-	}
-	plan := b.planFetch(c, req, topics)
+	skips := sr.incremental && b.sessionSkips(c) && !sr.session.readAll
+	plan := b.planFetch(c, req, b.fetchTopics(req, sr, skips))
 	plan.sr = sr
 	total, anyErr := b.readFetch(plan, fr)
-	b.assembleFetch(plan, fr)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
-	if total >= plan.minBytes || anyErr || wait <= 0 || len(plan.parts) == 0 {
+	if total >= plan.minBytes || anyErr || wait <= 0 || !plan.waitable() {
+		b.assembleFetch(plan, fr)
 		b.encodeFetch(req, plan, fr)
 		return result{fetch: fr}, nil
 	}
-	// Park: let the files go, wait for data, then read again.
+	// Park: let the files go, wait for data, then read again. The session
+	// learns about the read only when its answer goes out (assembleFetch),
+	// so that it never counts as sent what a later read replaces.
 	fr.release()
+	if s := sr.session; s != nil {
+		s.watchPlan(plan)
+	}
 	ready := make(chan struct{})
 	b.wg.Add(1)
 	go func() {
@@ -160,11 +162,46 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 			fr.frame.Bytes = fr.frame.Bytes[:0] // nothing to send; never a stale frame
 			return
 		}
+		if skips {
+			// A skipped partition may be what changed: plan again from
+			// the session. Without a fault rule or an authorizer (skips),
+			// planning needs nothing of the connection, which is busy
+			// with later requests by now.
+			plan = b.planFetch(nil, req, b.fetchTopics(req, sr, true))
+			plan.sr = sr
+		}
 		b.readFetch(plan, fr)
 		b.assembleFetch(plan, fr)
 		b.encodeFetch(req, plan, fr)
 	}()
 	return result{fetch: fr, ready: ready}, nil
+}
+
+// fetchTopics is what a fetch reads: the request's topics, or for an
+// incremental session fetch the session's partitions, without those it
+// may skip (skips; fetch_session.go).
+func (b *Broker) fetchTopics(req *kmsg.FetchRequest, sr sessionRequest, skips bool) []kmsg.FetchRequestTopic {
+	if !sr.incremental {
+		return req.Topics
+	}
+	sr.session.mu.Lock()
+	defer sr.session.mu.Unlock()
+	return sr.session.topicsFor(!skips)
+}
+
+// waitable reports whether a fetch could park: it reads a partition, or
+// its session has partitions it skipped.
+func (plan *fetchPlan) waitable() bool {
+	if len(plan.parts) > 0 {
+		return true
+	}
+	s := plan.sr.session
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.parts) > 0
 }
 
 // planFetch resolves the requested topics and partitions.
@@ -240,6 +277,7 @@ func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
 		out := protocol.FetchPartition{Partition: fp.index, ErrorCode: fp.errCode,
 			HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1}
 		if fp.errCode == 0 {
+			fp.version = fp.p.Changes() // before the read: see fetch_session.go
 			limit := min(fp.maxBytes, remaining)
 			start := len(fr.ranges)
 			var res partition.ReadResult
@@ -329,7 +367,7 @@ func (b *Broker) assembleFetch(plan *fetchPlan, fr *fetchResult) bool {
 			if sp != nil {
 				changed := !sp.sent || o.ErrorCode != 0 || len(o.Ranges) > 0 ||
 					sp.hw != o.HighWatermark || sp.lso != o.LastStableOffset || sp.logStart != o.LogStartOffset
-				sp.sent, sp.hw, sp.lso, sp.logStart = true, o.HighWatermark, o.LastStableOffset, o.LogStartOffset
+				s.record(sp, fp)
 				if plan.sr.incremental && !changed {
 					continue
 				}
@@ -352,6 +390,10 @@ func (b *Broker) assembleFetch(plan *fetchPlan, fr *fetchResult) bool {
 func (b *Broker) parkFetch(c *conn, plan *fetchPlan, wait time.Duration) {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	if s := plan.sr.session; s != nil {
+		b.parkSessionFetch(c, plan, s, timer)
+		return
+	}
 	cases := []reflect.SelectCase{
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ctx.Done())},
@@ -380,12 +422,67 @@ func (b *Broker) parkFetch(c *conn, plan *fetchPlan, wait time.Duration) {
 	}
 }
 
+// parkSessionFetch is parkFetch for a fetch in a session: it waits on the
+// session's channel, which the session's dirty list signals, and then
+// checks whether what a partition of the plan may read grew, or a
+// partition changed that the fetch skipped. Starting to wait costs nothing
+// per partition, and a wake a load per partition read.
+func (b *Broker) parkSessionFetch(c *conn, plan *fetchPlan, s *fetchSession, timer *time.Timer) {
+	for {
+		// First check, then wait: a change between a read and the watch
+		// that assembleFetch set up signalled nobody.
+		if plan.grown() {
+			return
+		}
+		if s.hasDirty() {
+			return
+		}
+		select {
+		case <-timer.C:
+			return
+		case <-c.ctx.Done():
+			return
+		case <-b.stop:
+			return
+		case <-s.signal:
+		}
+	}
+}
+
+// grown reports whether the end of what a partition of the plan may read
+// (the high watermark, or the last stable offset for read_committed) moved
+// past its last read.
+func (plan *fetchPlan) grown() bool {
+	for i := range plan.parts {
+		fp := &plan.parts[i]
+		if fp.p == nil {
+			continue
+		}
+		end := fp.p.HighWatermark()
+		if plan.committed {
+			end = fp.p.LastStableOffset()
+		}
+		if end > fp.lastEnd { // a deletion moves the high watermark to the end
+			return true
+		}
+	}
+	return false
+}
+
 // waitFor is the channel that closes when what fp may read grows.
 func (plan *fetchPlan) waitFor(fp *fetchPart) <-chan struct{} {
 	if plan.committed {
 		return fp.p.WaitStable(fp.lastEnd)
 	}
 	return fp.p.Wait(fp.lastEnd)
+}
+
+// sessionSkips reports whether an incremental fetch on c may skip the
+// session partitions that have not changed (fetch_session.go): not when a
+// fault rule fired on it (its per-partition errors must reach every
+// partition) nor under an authorizer (ACL changes alone change answers).
+func (b *Broker) sessionSkips(c *conn) bool {
+	return c.inject == nil && b.security.authz == nil
 }
 
 // encodeFetch builds the response frame; the writer patches in the

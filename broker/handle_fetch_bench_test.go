@@ -275,3 +275,115 @@ func BenchmarkFetchTLS(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFetchSession measures one incremental fetch (KIP-227, v12, no
+// wait) of a session over 1,000 partitions, of which changed got one
+// record each since the previous fetch; the client names those with
+// their new offsets, as consumers do. The appends are not timed. A
+// session's cost should follow changed, not the session's size;
+// readAll=true reads every partition of the session, as fetches did
+// before sessions skipped the idle ones, for comparison.
+func BenchmarkFetchSession(b *testing.B) {
+	const parts = 1000
+	for _, readAll := range []bool{false, true} {
+		for _, changed := range []int{0, 1, 10, 100, 1000} {
+			benchFetchSession(b, parts, changed, readAll)
+		}
+	}
+}
+
+func benchFetchSession(b *testing.B, parts, changed int, readAll bool) {
+	b.Run(fmt.Sprintf("partitions=%d/changed=%d/readAll=%v", parts, changed, readAll), func(b *testing.B) {
+		srv := newTestServer(b, nil)
+		tp, err := srv.Topics().Create("bench", int32(parts), nil, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		nc, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer nc.Close()
+		roundTrip := func(req *kmsg.FetchRequest, corr int32) []byte {
+			if _, err := nc.Write(requestFrame(req, 12, corr)); err != nil {
+				b.Fatal(err)
+			}
+			n, err := protocol.ReadSize(nc, 1<<30)
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf := make([]byte, n)
+			if _, err := io.ReadFull(nc, buf); err != nil {
+				b.Fatal(err)
+			}
+			return buf
+		}
+		// One record in every partition first, so that the timed fetches
+		// do not share the machine with the creation of queue files.
+		ps := srv.Store().Partitions(partition.TopicID(tp.ID))
+		batch := benchBatch(1, 100)
+		offsets := make([]int64, parts)
+		for i, p := range ps {
+			if _, err := p.Append(bytes.Clone(batch), 9, 0); err != nil {
+				b.Fatal(err)
+			}
+			offsets[i] = 1
+		}
+		newReq := func(id, epoch int32, named []int32) *kmsg.FetchRequest {
+			req := kmsg.NewPtrFetchRequest()
+			req.Version, req.ReplicaID, req.MaxBytes, req.SessionID, req.SessionEpoch = 12, -1, 64<<20, id, epoch
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = "bench"
+			for _, p := range named {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, offsets[p], 1<<20, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			if len(rt.Partitions) > 0 {
+				req.Topics = []kmsg.FetchRequestTopic{rt}
+			}
+			return req
+		}
+		all := make([]int32, parts)
+		for i := range all {
+			all[i] = int32(i)
+		}
+		body := roundTrip(newReq(0, 0, all), 0)
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = 12
+		if err := resp.ReadFrom(body[5:]); err != nil || resp.SessionID == 0 {
+			b.Fatalf("open session: %v, session %d", err, resp.SessionID)
+		}
+		id, epoch := resp.SessionID, int32(1)
+		if readAll {
+			s := srv.sessions.get(id)
+			s.mu.Lock()
+			s.readAll = true
+			s.mu.Unlock()
+		}
+		var named []int32
+		next := 0
+		for b.Loop() {
+			b.StopTimer()
+			var touched []int32
+			for range changed {
+				p := int32(next % parts)
+				next++
+				if _, err := ps[p].Append(bytes.Clone(batch), 9, 0); err != nil {
+					b.Fatal(err)
+				}
+				touched = append(touched, p)
+			}
+			req := newReq(id, epoch, named)
+			epoch++
+			b.StartTimer()
+			roundTrip(req, epoch)
+			b.StopTimer()
+			for _, p := range touched {
+				offsets[p]++
+			}
+			named = touched
+			b.StartTimer()
+		}
+	})
+}

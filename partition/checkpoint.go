@@ -42,6 +42,12 @@ type partitionCheckpoint struct {
 	// Producers: both cover the batches below Next. Omitted when empty,
 	// so that checkpoints without transactions keep their old form.
 	Aborted []byte `json:",omitempty"`
+	// End is the commit-log position just past the partition's last batch
+	// (an upper bound), so that recovery knows the log kept every batch
+	// counted here when its end is not below End; then the queue may stay
+	// closed until first used (lazy.go). Absent in checkpoints written
+	// before it existed, which opens every queue.
+	End *int64 `json:",omitempty"`
 }
 
 // checkpointFile is the JSON form: keys in hex, a checksum over the body.
@@ -148,7 +154,8 @@ func (s *Store) Checkpoint() error {
 	var live []*Partition
 	for _, p := range s.allPartitions() {
 		p.mu.Lock()
-		pc := partitionCheckpoint{LogStart: p.logStart.Load(), Next: p.mu.next}
+		end := p.mu.lastEnd
+		pc := partitionCheckpoint{LogStart: p.logStart.Load(), Next: p.mu.next, End: &end}
 		p.mu.producers.Expire(s.cfg.Now().UnixMilli(), s.cfg.ProducerExpirationMs)
 		pc.Producers = p.mu.producers.AppendSnapshot(nil)
 		pc.Aborted = p.appendAbortedSnapshot(nil)
@@ -156,7 +163,9 @@ func (s *Store) Checkpoint() error {
 		if p.deleted.Load() {
 			continue
 		}
-		live = append(live, p)
+		if p.cq.Load() != nil {
+			live = append(live, p) // a closed queue has nothing new
+		}
 		cp.Partitions[p.key] = pc
 	}
 	if err := flushQueues(live); err != nil {
@@ -187,7 +196,7 @@ func flushQueues(ps []*Partition) error {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(ps); i = int(next.Add(1) - 1) {
 				p := ps[i]
-				if err := p.cq.Flush(); err != nil {
+				if err := p.cq.Load().Flush(); err != nil {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("partition: flush index of %s-%d: %w", p.topic, p.index, err))
 					mu.Unlock()

@@ -333,7 +333,9 @@ func (p *Partition) planClean(nowMs int64, force bool) (cleanPlan, bool) {
 	limit := min(p.lastStable.Load(), hw)
 	// The batch ending at the high watermark stays: a consumer must
 	// always find a batch that takes it to the end.
-	if last, ok := p.cq.Find(hw - 1); ok && last.BaseOffset < limit {
+	if cq, err := p.queue(); err != nil {
+		return pl, false // the error is the partition's, logged at its open
+	} else if last, ok := cq.Find(hw - 1); ok && last.BaseOffset < limit {
 		limit = last.BaseOffset
 	}
 	segMs := min(cfg.SegmentMs, cfg.MaxCompactionLagMs)
@@ -510,9 +512,14 @@ func (p *Partition) cleanPass(ctx context.Context, st *cleanerState, th *throttl
 	if pl.evacuate {
 		to = max(to, pl.evacuateEnd)
 	}
+	cq, err := p.queue()
+	if err != nil {
+		cw.abort()
+		return stats, err
+	}
 	var buf [64]consumequeue.Entry
 	for off := from; off < to; {
-		es := p.cq.Read(off, to, len(buf), buf[:0])
+		es := cq.Read(off, to, len(buf), buf[:0])
 		if len(es) == 0 {
 			break
 		}

@@ -57,10 +57,16 @@
 // The store checkpoints (metadata/partitions) each partition's log start
 // offset, next offset, producer snapshot and aborted-transaction index, and
 // the commit-log position
-// below which every consume queue is complete and flushed. Open re-indexes
-// the commit log from that position (or from its start when a queue lost
-// entries the checkpoint counted, e.g. its directory was deleted), so the
-// consume queues can always be rebuilt from the commit log. A compacted
+// below which every consume queue is complete and flushed, and each
+// partition's last batch's end in the log. Open re-indexes the commit log
+// from that position, and from its start the queues that lost entries the
+// checkpoint counted (their directory was deleted), so the consume queues
+// can always be rebuilt from the commit log. Open opens only the queues
+// that need work: those the replay finds written after the checkpoint,
+// those the checkpoint does not know, and those with batches past the
+// recovered end of the log; every other partition starts from its
+// checkpoint and opens its queue on first use (lazy.go), which cuts it to
+// the checkpoint and re-indexes it if it lacks batches. A compacted
 // partition's clean store is the only copy of its cleaned range: it is
 // loaded from its manifest, never rebuilt, and a damaged one stops Open.
 //
@@ -72,6 +78,8 @@
 //	request): in the order of their commit-log keys, never one twice
 //	Store.checkpointMu → Partition.mu
 //	Partition.mu → Partition.stable, Partition.mu → Partition.aborted (leaves)
+//	Partition.mu → Partition.openMu → consumequeue.Queue's locks (lazy.go)
+//	Partition.watchers: a leaf, taken after Partition.vis is released (watch.go)
 //	Partition.cleanMu → Partition.aborted (a pass; it never takes Partition.mu)
 //	Store.topicsMu is released before DeleteTopic takes Partition.cleanMu
 //

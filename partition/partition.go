@@ -83,7 +83,20 @@ type Partition struct {
 	index int32
 	key   [KeySize]byte
 	dir   string
-	cq    *consumequeue.Queue
+	// cq is the consume queue, nil until it is first needed (lazy.go);
+	// use queue(). Set once, under openMu.
+	cq atomic.Pointer[consumequeue.Queue]
+	// openMu serialises opening the queue; lazy is what opening it
+	// needs, guarded by openMu.
+	openMu sync.Mutex
+	lazy   struct {
+		// want is the checkpoint's next offset: the queue is cut to it
+		// and must reach it (else it is indexed again).
+		want int64
+		// err is a failed open, or why the queue may not open (store
+		// closed, topic deleted).
+		err error
+	}
 
 	cfg atomic.Pointer[TopicConfig]
 
@@ -112,10 +125,28 @@ type Partition struct {
 		producers *ProducerStates
 		// err is a sticky failure of this partition's consume queue.
 		err error
+		// lastEnd is the commit-log position just past the partition's
+		// last batch (an upper bound after truncation), checkpointed so
+		// that recovery knows whether the log kept every batch the
+		// checkpoint counts.
+		lastEnd int64
 	}
 
 	// deleted is set when the topic was deleted.
 	deleted atomic.Bool
+
+	// changes counts the moves of the high watermark, the last stable
+	// offset and the log start offset, and the deletion (watch.go).
+	changes atomic.Uint64
+	// watchers are signalled after each move of the high watermark or
+	// the last stable offset (watch.go).
+	watchers struct {
+		sync.Mutex
+		list []Watcher
+	}
+	// watching mirrors len(watchers.list), so that signalling nobody
+	// takes no lock.
+	watching atomic.Int32
 
 	// traffic counts bytes and records in and out (stats.go).
 	traffic Traffic
@@ -390,7 +421,11 @@ func (p *Partition) stageLocked(b []byte, logAppendTime bool, nowMs int64) (writ
 	if err := batch.Stamp(b, w.base, 0, w.appendTime); err != nil {
 		return written{}, err
 	}
-	if err := p.cq.Reserve(w.base); err != nil {
+	cq, err := p.queue()
+	if err != nil {
+		return written{}, err
+	}
+	if err := cq.Reserve(w.base); err != nil {
 		return written{}, storageError(fmt.Sprintf("index %s-%d", p.topic, p.index), err)
 	}
 	return w, nil
@@ -404,7 +439,8 @@ func (p *Partition) indexLocked(w written, res klog.AppendResult, size int, last
 		maxTimestamp = w.appendTime
 	}
 	payloadPos := res.Pos + int64(p.store.clog.HeaderSize())
-	if err := p.cq.Append(payloadPos, int32(size), w.base, lastOffsetDelta, attributes, maxTimestamp); err != nil {
+	// stageLocked opened the queue, under the same hold of mu.
+	if err := p.cq.Load().Append(payloadPos, int32(size), w.base, lastOffsetDelta, attributes, maxTimestamp); err != nil {
 		// The entry is in the commit log but not indexed: recovery will
 		// index it, but this run cannot serve the partition consistently.
 		p.mu.err = storageError(fmt.Sprintf("index %s-%d", p.topic, p.index), err)
@@ -413,6 +449,7 @@ func (p *Partition) indexLocked(w written, res klog.AppendResult, size int, last
 	w.next = w.base + int64(lastOffsetDelta) + 1
 	w.end = res.End()
 	p.mu.next = w.next
+	p.mu.lastEnd = w.end
 	p.logEnd.Store(w.next)
 	return w, nil
 }
@@ -447,8 +484,10 @@ func (p *Partition) publishLocked(w written) AppendResult {
 // still waits for the original to be durable.
 func (p *Partition) duplicateLocked(producerID, first int64, logAppendTime bool) AppendResult {
 	r := AppendResult{BaseOffset: first, LogAppendTime: -1, LogStartOffset: p.logStart.Load(), Duplicate: true}
-	if e, ok := p.cq.Find(first); ok && e.BaseOffset == first {
-		r.End = e.End()
+	if cq, err := p.queue(); err == nil {
+		if e, ok := cq.Find(first); ok && e.BaseOffset == first {
+			r.End = e.End()
+		}
 	}
 	if logAppendTime {
 		if v, ok := p.mu.producers.Get(producerID); ok {

@@ -88,6 +88,7 @@ func (p *Partition) read(offset int64, maxBytes int64, firstBatchAlways, committ
 			p.topic, p.index, offset, res.LogStartOffset, p.logEnd.Load(), kerr.OffsetOutOfRange)
 	}
 	var buf [16]consumequeue.Entry
+	var cq *consumequeue.Queue
 	for offset < end {
 		// Below the clean end the clean store serves (clean_store.go).
 		if v := p.clean.Load(); v != nil && offset < v.end {
@@ -101,7 +102,14 @@ func (p *Partition) read(offset int64, maxBytes int64, firstBatchAlways, committ
 			}
 			continue
 		}
-		entries := p.cq.Read(offset, end, len(buf), buf[:0])
+		if cq == nil {
+			var err error
+			if cq, err = p.queue(); err != nil {
+				ReleaseRanges(dst)
+				return res, dst[:0], err
+			}
+		}
+		entries := cq.Read(offset, end, len(buf), buf[:0])
 		if len(entries) == 0 {
 			break
 		}
@@ -162,8 +170,8 @@ func (p *Partition) firstOffset() (int64, bool) {
 	if v := p.clean.Load(); v != nil {
 		return v.start, true
 	}
-	if p.cq.Len() > 0 {
-		return p.cq.FirstOffset(), true
+	if cq := p.cq.Load(); cq != nil && cq.Len() > 0 {
+		return cq.FirstOffset(), true
 	}
 	return 0, false
 }
@@ -321,12 +329,16 @@ func (p *Partition) findTimestamp(ts int64) (batchRef, bool) {
 			return batchRef{v.entries[i], v}, true
 		}
 	}
-	e, ok := p.cq.FindTimestamp(ts)
+	cq, err := p.queue()
+	if err != nil {
+		return batchRef{}, false // Read reports the failure
+	}
+	e, ok := cq.FindTimestamp(ts)
 	if ok && v != nil && e.BaseOffset < v.end {
 		// Found among consume-queue entries the clean store replaced;
 		// what remains of them is the view, all older than ts, so the
 		// first batch that counts is the first one the queue serves.
-		e, ok = p.cq.Find(v.end)
+		e, ok = cq.Find(v.end)
 	}
 	return batchRef{Entry: e}, ok
 }
@@ -344,9 +356,16 @@ func (p *Partition) eachEntry(offset, end int64, fn func(batchRef) bool) {
 		}
 		offset = v.end
 	}
+	if offset >= end {
+		return
+	}
+	cq, err := p.queue()
+	if err != nil {
+		return // Read reports the failure
+	}
 	var buf [64]consumequeue.Entry
 	for offset < end {
-		es := p.cq.Read(offset, end, len(buf), buf[:0])
+		es := cq.Read(offset, end, len(buf), buf[:0])
 		if len(es) == 0 {
 			return
 		}

@@ -41,7 +41,9 @@ func (p *Partition) advanceLogStart(offset int64) {
 			break
 		}
 	}
+	p.changes.Add(1)
 	p.onLogStartMoved()
+	p.signalWatchers()
 }
 
 // retentionStart computes where retention.ms and retention.bytes move the
@@ -122,10 +124,14 @@ func (s *Store) EnforceRetention(ctx context.Context) (int, error) {
 		if v := p.clean.Load(); v != nil {
 			start = max(start, v.end)
 		}
-		if _, err := p.cq.DeleteBefore(start); err != nil {
+		cq, err := p.queue()
+		if err != nil {
 			return 0, fmt.Errorf("partition: retention of %s-%d: %w", p.topic, p.index, err)
 		}
-		if e, ok := p.cq.Find(start); ok {
+		if _, err := cq.DeleteBefore(start); err != nil {
+			return 0, fmt.Errorf("partition: retention of %s-%d: %w", p.topic, p.index, err)
+		}
+		if e, ok := cq.Find(start); ok {
 			if pos := e.Pos - int64(s.clog.HeaderSize()); pos < minLive {
 				minLive, blocker = pos, p
 			}

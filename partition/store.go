@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
-	"github.com/kbroker/kbroker/consumequeue"
 	"github.com/kbroker/kbroker/flush"
 	"github.com/kbroker/kbroker/internal/metric"
 	klog "github.com/kbroker/kbroker/log"
@@ -239,21 +238,20 @@ func Open(cfg Config, topics []TopicSpec, opts ...Option) (*Store, RecoveryRepor
 	return s, r, nil
 }
 
-// newPartition opens the consume queue of partition i of t.
-func (s *Store) newPartition(t TopicSpec, i int32) (*Partition, error) {
+// newPartition makes partition i of t, with its clean store if it has one
+// (noClean: the caller knows the topic has none); its consume queue opens
+// later (recovery, or lazily: lazy.go).
+func (s *Store) newPartition(t TopicSpec, i int32, noClean bool) (*Partition, error) {
 	dir := filepath.Join(s.cqRoot, hex.EncodeToString(t.ID[:]), strconv.Itoa(int(i)))
-	cq, err := consumequeue.Open(dir, s.cfg.ConsumeQueueEntries)
-	if err != nil {
-		return nil, fmt.Errorf("partition: open %s-%d: %w", t.Name, i, err)
-	}
-	p := &Partition{store: s, topic: t.Name, id: t.ID, index: i, key: entryKey(t.ID, i), dir: dir, cq: cq,
+	p := &Partition{store: s, topic: t.Name, id: t.ID, index: i, key: entryKey(t.ID, i), dir: dir,
 		cleanDir: filepath.Join(s.cfg.Dir, "compacted", hex.EncodeToString(t.ID[:]), strconv.Itoa(int(i)))}
-	v, err := loadCleanStore(p.cleanDir)
-	if err != nil {
-		cq.Close()
-		return nil, fmt.Errorf("partition: open %s-%d: %w", t.Name, i, err)
+	if !noClean {
+		v, err := loadCleanStore(p.cleanDir)
+		if err != nil {
+			return nil, fmt.Errorf("partition: open %s-%d: %w", t.Name, i, err)
+		}
+		p.clean.Store(v)
 	}
-	p.clean.Store(v)
 	cfg := t.Config
 	p.cfg.Store(&cfg)
 	p.mu.producers = NewProducerStates()
@@ -427,7 +425,12 @@ func (s *Store) AddTopic(t TopicSpec) error {
 	}
 	ps := append([]*Partition(nil), old[t.ID]...)
 	for i := int32(len(ps)); i < t.Partitions; i++ {
-		p, err := s.newPartition(t, i)
+		p, err := s.newPartition(t, i, false)
+		if err == nil {
+			// A new partition has no queue files: opening costs one failed
+			// directory read, and settles first offsets now.
+			_, err = p.queue()
+		}
 		if err != nil {
 			return err
 		}
@@ -468,7 +471,7 @@ func (s *Store) DeleteTopic(id TopicID) error {
 		p.deleted.Store(true)
 		p.mu.Unlock()
 		p.setHighWatermark(1<<63 - 1) // wake parked fetches; they see the deletion
-		if err := p.cq.Destroy(); err != nil {
+		if err := p.destroyQueue(); err != nil {
 			errs = append(errs, err)
 		}
 		// A pass in progress sees deleted and stops; wait for it before
@@ -602,7 +605,7 @@ func (s *Store) Abandon() {
 
 func (s *Store) closePartitions() {
 	for _, p := range s.allPartitions() {
-		p.cq.Close()
+		p.closeQueue()
 		if v := p.clean.Load(); v != nil && v.file != nil {
 			v.file.Close()
 		}

@@ -200,7 +200,7 @@ func TestRetentionByTimeAndBytes(t *testing.T) {
 	}
 	// by bytes: keep the fewest newest batches holding ≥ 8000 bytes.
 	var sizes []int64
-	es := pb.cq.Read(0, pb.HighWatermark(), 100, nil)
+	es := pb.cq.Load().Read(0, pb.HighWatermark(), 100, nil)
 	for _, e := range es {
 		sizes = append(sizes, int64(e.Size))
 	}

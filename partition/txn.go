@@ -79,12 +79,14 @@ func (p *Partition) WaitStable(lso int64) <-chan struct{} { return p.waitPast(&p
 
 // wake closes the channel that Wait and WaitStable hand out.
 func (p *Partition) wake() {
+	p.changes.Add(1)
 	p.vis.Lock()
 	if p.vis.wait != nil {
 		close(p.vis.wait)
 		p.vis.wait = nil
 	}
 	p.vis.Unlock()
+	p.signalWatchers()
 }
 
 // refreshStableLocked recomputes the last stable offset, dropping completed

@@ -227,16 +227,26 @@ func (r *Registry) Close() error {
 
 // replay applies journal records to s.
 func replay(s *snapshot, recs []journalRecord, path string, d *Defaults) (*snapshot, error) {
+	if len(recs) == 0 {
+		return s, nil
+	}
+	// One private copy changed in place, sorted once at the end: a copy
+	// per record (snapshot.with) made replaying 2,000 creations cost a
+	// third of a second of start-up.
+	n := emptySnapshot()
+	for _, t := range s.sorted {
+		n.add(t)
+	}
 	for i, rec := range recs {
 		corrupt := func(format string, args ...any) error {
 			return &CorruptionError{File: path, Reason: fmt.Sprintf("record %d: ", i) + fmt.Sprintf(format, args...)}
 		}
 		if rec.Del != "" {
-			old, ok := s.byName[rec.Del]
+			old, ok := n.byName[rec.Del]
 			if !ok {
 				return nil, corrupt("deletes topic %s, which does not exist", rec.Del)
 			}
-			s = s.with(old, nil)
+			n.remove(old)
 			continue
 		}
 		if reason := checkFileTopic(rec.Put); reason != "" {
@@ -246,9 +256,29 @@ func replay(s *snapshot, recs []journalRecord, path string, d *Defaults) (*snaps
 		if err != nil {
 			return nil, corrupt("topic %s: %v", rec.Put.Name, err)
 		}
-		s = s.with(s.byName[t.Name], t)
+		if old, ok := n.byName[t.Name]; ok {
+			n.remove(old)
+		}
+		n.byName[t.Name] = t
+		n.byID[t.ID] = t
+		n.byKey[collisionKey(t.Name)] = t.Name
 	}
-	return s, nil
+	n.sorted = n.sorted[:0]
+	for _, t := range n.byName {
+		n.sorted = append(n.sorted, t)
+	}
+	slices.SortFunc(n.sorted, func(a, b *Topic) int { return strings.Compare(a.Name, b.Name) })
+	return n, nil
+}
+
+// remove takes t out of the maps of a snapshot being built (replay); the
+// caller rebuilds sorted.
+func (s *snapshot) remove(t *Topic) {
+	delete(s.byName, t.Name)
+	delete(s.byID, t.ID)
+	if s.byKey[collisionKey(t.Name)] == t.Name {
+		delete(s.byKey, collisionKey(t.Name))
+	}
 }
 
 // Defaults returns the broker-level defaults the registry resolves topics with.
