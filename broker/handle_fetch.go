@@ -214,6 +214,8 @@ func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchR
 				fp.p = b.store.Partition(id, rp.Partition)
 				if fp.p == nil {
 					fp.errCode = kerr.UnknownTopicOrPartition.Code
+				} else if b.nodes != nil {
+					fp.errCode = c.fetchLeaderCode(id, rp.Partition, rp.CurrentLeaderEpoch, req.Version)
 				} else if rp.CurrentLeaderEpoch > 0 {
 					// The only leader epoch here is 0: a newer one is from
 					// a future this broker does not know.

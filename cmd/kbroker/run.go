@@ -263,6 +263,8 @@ var settingFlags = []struct {
 	{flag: "default-partitions", prop: "num.partitions", usage: "`partitions` of auto-created topics and of CreateTopics with -1"},
 	{flag: "auto-create-topics", prop: "auto.create.topics.enable", isBool: true, usage: "create a topic when a client produces to or asks metadata for one that does not exist"},
 	{flag: "seed-topics", prop: "kbroker.seed.topics", usage: "`topics` to create at start when missing: comma-separated name[:partitions]"},
+	{flag: "nodes", prop: "kbroker.nodes", usage: "simulate a cluster of `N` nodes on the one store, for testing clients (not replication): each node listens on its own port\n" +
+		"(the configured port plus its index, or a free one for port 0); leaders and coordinators spread over them; see docs/TESTING-CONTROLS.md"},
 }
 
 // parseArgs turns the command line into options: defaults, then the config
