@@ -147,9 +147,6 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	if b.faults == nil {
 		b.faults = newFaults()
 	}
-	if b.nodes == nil && cfg.Nodes > 1 {
-		b.nodes = newSimCluster(cfg.Nodes, cfg.NodeID)
-	}
 	b.sessions = newFetchSessions(cfg.FetchSessionCacheSlots)
 	b.mu.conns = map[*conn]struct{}{}
 	b.mu.perIP = map[string]int{}
@@ -247,8 +244,9 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		b.closeStores()
 		return nil, err
 	}
-	if b.nodes != nil {
-		b.nodes.restoreEpochs(b)
+	if err := b.openNodes(); err != nil {
+		b.closeStores()
+		return nil, err
 	}
 	b.lg.Info("store opened",
 		zap.String("dir", cfg.DataDir),

@@ -114,7 +114,7 @@ func newSimCluster(n int, base int32) *simCluster {
 // same kbroker.nodes.
 func WithNodes(from *Broker) Option {
 	return func(b *Broker) {
-		if from != nil && from.nodes != nil && from.nodes.n == b.cfg.Nodes {
+		if from != nil && from.nodes != nil && from.nodes.n == max(b.cfg.Nodes, 1) {
 			b.nodes = from.nodes
 		}
 	}

@@ -170,6 +170,9 @@ func (b *Broker) MovePartitionLeader(topicName string, partition, node int32) (l
 		}
 	}
 	l := s.electLocked(b, k, to)
+	if err := s.saveLocked(b.cfg.DataDir); err != nil {
+		return -1, -1, err
+	}
 	b.lg.Info("partition leader moved", zap.String("topic", topicName), zap.Int32("partition", partition),
 		zap.Int32("from", s.base+int32(cur)), zap.Int32("to", s.base+int32(to)), zap.Int32("epoch", l.epoch))
 	return s.base + int32(to), l.epoch, nil
@@ -264,6 +267,7 @@ func (b *Broker) StopNode(id int32) error {
 			l.ln = nil
 		}
 	}
+	saveErr := s.saveLocked(b.cfg.DataDir)
 	s.mu.Unlock()
 
 	b.mu.Lock()
@@ -280,7 +284,7 @@ func (b *Broker) StopNode(id int32) error {
 		c.nc.Close()
 	}
 	b.lg.Info("node stopped", zap.Int32("node", id), zap.Int("leaders_moved", moved), zap.Int("connections_cut", len(conns)))
-	return nil
+	return saveErr
 }
 
 // StartNode starts a stopped node again on the same ports. Leaders stay
@@ -326,7 +330,7 @@ func (b *Broker) StartNode(id int32) error {
 		b.serveListener(l)
 	}
 	b.lg.Info("node started", zap.Int32("node", id))
-	return nil
+	return s.saveLocked(b.cfg.DataDir)
 }
 
 // leaderState checks a request for a partition on c's node as Kafka's

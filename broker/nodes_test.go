@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap/zaptest"
 )
 
 // nodeRequest sends req to node id of the cluster cl knows and returns
@@ -297,4 +298,58 @@ func topicIndex(meta *kmsg.MetadataResponse, name string) int {
 		}
 	}
 	return -1
+}
+
+// Leader epochs outlive the process: a new broker on the same data, with
+// the same nodes or with one, goes on from the moved leaders and epochs,
+// so that clients that saw epoch 2 are not told 0.
+func TestNodesEpochsOutliveTheProcess(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	start := func(nodes int) *InProcess {
+		t.Helper()
+		srv, err := StartInProcess(dir, func(c *Config) { c.Nodes = nodes; c.SeedTopics = "kept:2" }, WithLogger(zaptest.NewLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	srv := start(3)
+	if _, _, err := srv.MovePartitionLeader("kept", 1, -1); err != nil {
+		t.Fatal(err)
+	}
+	to, epoch, err := srv.MovePartitionLeader("kept", 1, -1)
+	if err != nil || epoch != 2 {
+		t.Fatalf("second move: epoch %d, %v", epoch, err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	srv = start(3)
+	if l, e, _ := srv.PartitionLeader("kept", 1); l != to || e != 2 {
+		t.Fatalf("after a new start kept-1 is led by %d at epoch %d, want %d at 2", l, e, to)
+	}
+	if l, e, _ := srv.PartitionLeader("kept", 0); e != 0 || l < 0 {
+		t.Fatalf("kept-0: leader %d epoch %d", l, e)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	srv = start(1)
+	defer srv.Close()
+	if l, e, _ := srv.PartitionLeader("kept", 1); l != 0 || e != 2 {
+		t.Fatalf("on one node kept-1 is led by %d at epoch %d, want 0 at 2", l, e)
+	}
+	cl := newClient(t, srv)
+	meta := nodeRequest[*kmsg.MetadataResponse](t, cl, 0, kmsg.NewPtrMetadataRequest())
+	if len(meta.Brokers) != 1 {
+		t.Fatalf("one node lists %d brokers", len(meta.Brokers))
+	}
+	for _, p := range meta.Topics[topicIndex(meta, "kept")].Partitions {
+		if want := map[int32]int32{0: 0, 1: 2}[p.Partition]; p.LeaderEpoch != want || p.Leader != 0 {
+			t.Fatalf("partition %d: leader %d epoch %d, want 0 at %d", p.Partition, p.Leader, p.LeaderEpoch, want)
+		}
+	}
 }
