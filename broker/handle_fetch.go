@@ -109,7 +109,10 @@ type fetchPart struct {
 	// watermark, or the last stable offset for read_committed. A parked
 	// fetch waits for it to move.
 	lastEnd int64
-	out     protocol.FetchPartition
+	// leader is the CurrentLeader hint of a partition that a simulated
+	// node refused (nodes_check.go); leader.HasCurrentLeader marks it.
+	leader protocol.FetchPartition
+	out    protocol.FetchPartition
 }
 
 // fetchPlan is a decoded fetch request.
@@ -122,6 +125,9 @@ type fetchPlan struct {
 	topics    []protocol.FetchTopic
 	parts     []fetchPart
 	sr        sessionRequest
+	// listener is the index of the listener the fetch came on, for the
+	// endpoints of a simulated cluster's leader hints.
+	listener int
 }
 
 func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
@@ -171,6 +177,9 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchRequestTopic) *fetchPlan {
 	plan := &fetchPlan{version: req.Version, maxBytes: int64(req.MaxBytes), minBytes: int64(req.MinBytes),
 		committed: req.Version >= 4 && req.IsolationLevel == 1}
+	if b.nodes != nil {
+		plan.listener = c.l.index
+	}
 	if plan.maxBytes < 0 {
 		// Kafka answers max_bytes ≤ 0 with the KIP-74 minimum: the first
 		// batch only.
@@ -215,7 +224,7 @@ func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchR
 				if fp.p == nil {
 					fp.errCode = kerr.UnknownTopicOrPartition.Code
 				} else if b.nodes != nil {
-					fp.errCode = c.fetchLeaderCode(id, rp.Partition, rp.CurrentLeaderEpoch, req.Version)
+					fp.errCode = c.fetchLeaderCode(&fp, id, rp.Partition, rp.CurrentLeaderEpoch, req.Version)
 				} else if rp.CurrentLeaderEpoch > 0 {
 					// The only leader epoch here is 0: a newer one is from
 					// a future this broker does not know.
@@ -240,7 +249,9 @@ func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
 	for i := range plan.parts {
 		fp := &plan.parts[i]
 		out := protocol.FetchPartition{Partition: fp.index, ErrorCode: fp.errCode,
-			HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1}
+			HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1,
+			HasCurrentLeader: fp.leader.HasCurrentLeader, CurrentLeaderID: fp.leader.CurrentLeaderID,
+			CurrentLeaderEpoch: fp.leader.CurrentLeaderEpoch}
 		if fp.errCode == 0 {
 			limit := min(fp.maxBytes, remaining)
 			start := len(fr.ranges)
@@ -403,6 +414,9 @@ func (b *Broker) encodeFetch(req *kmsg.FetchRequest, plan *fetchPlan, fr *fetchR
 		if len(t.Partitions) > 0 || !plan.sr.incremental {
 			resp.Topics = append(resp.Topics, t)
 		}
+	}
+	if b.nodes != nil {
+		resp.NodeEndpoints = b.fetchNodeEndpoints(plan)
 	}
 	protocol.EncodeFetchResponse(&fr.frame, 0, &resp)
 }

@@ -5,19 +5,46 @@ package broker
 // of the wrong one. Handlers call these only when Broker.nodes is set.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/fault"
 	"github.com/kbroker/kbroker/partition"
+	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/topic"
 )
 
 // fetchLeaderCode is a fetched partition's error on c's node: the
-// current leader epoch (v9+, KIP-320), then leadership.
-func (c *conn) fetchLeaderCode(id partition.TopicID, p, current int32, version int16) int16 {
-	code, _, _ := c.leaderState(topic.ID(id), p, current, version >= 9)
+// current leader epoch (v9+, KIP-320), then leadership. A refused
+// partition gets the leader as its CurrentLeader hint (v12+, KIP-951).
+func (c *conn) fetchLeaderCode(fp *fetchPart, id partition.TopicID, p, current int32, version int16) int16 {
+	code, leader, epoch := c.leaderState(topic.ID(id), p, current, version >= 9)
+	if version >= 12 && (code == kerr.NotLeaderForPartition.Code || code == kerr.FencedLeaderEpoch.Code) {
+		fp.leader.HasCurrentLeader, fp.leader.CurrentLeaderID, fp.leader.CurrentLeaderEpoch = true, leader, epoch
+	}
 	return code
+}
+
+// fetchNodeEndpoints are the endpoints of the leaders a fetch response's
+// CurrentLeader hints name (v16+, KIP-951), so that the consumer can go
+// there without a metadata round trip.
+func (b *Broker) fetchNodeEndpoints(plan *fetchPlan) []protocol.NodeEndpoint {
+	if plan.version < 16 {
+		return nil
+	}
+	var out []protocol.NodeEndpoint
+	for i := range plan.parts {
+		l := &plan.parts[i].leader
+		if !l.HasCurrentLeader || slices.ContainsFunc(out, func(e protocol.NodeEndpoint) bool { return e.NodeID == l.CurrentLeaderID }) {
+			continue
+		}
+		e := protocol.NodeEndpoint{NodeID: l.CurrentLeaderID}
+		e.Host, e.Port = b.endpoint(l.CurrentLeaderID, plan.listener)
+		out = append(out, e)
+	}
+	return out
 }
 
 // notLeaderForProduce answers a produced partition that c's node does

@@ -106,6 +106,7 @@ func TestNodesRouting(t *testing.T) {
 	}
 
 	var lastFetch kmsg.FetchResponseTopicPartition
+	var lastFetchResp *kmsg.FetchResponse
 	fetch := func(node, currentEpoch int32) int16 {
 		t.Helper()
 		req := kmsg.NewPtrFetchRequest()
@@ -118,11 +119,21 @@ func TestNodesRouting(t *testing.T) {
 		ft.Partitions = append(ft.Partitions, fp)
 		req.Topics = append(req.Topics, ft)
 		resp := nodeRequest[*kmsg.FetchResponse](t, cl, node, req)
-		lastFetch = resp.Topics[0].Partitions[0]
+		lastFetch, lastFetchResp = resp.Topics[0].Partitions[0], resp
 		return lastFetch.ErrorCode
 	}
 	if code := fetch(wrong, 0); code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("fetch from follower: %v", kerr.ErrorForCode(code))
+	}
+	if lastFetchResp.Version < 16 {
+		t.Fatalf("fetch v%d: the test wants v16 for the KIP-951 hints", lastFetchResp.Version)
+	}
+	if cur := lastFetch.CurrentLeader; cur.LeaderID != leader || cur.LeaderEpoch != 0 {
+		t.Fatalf("fetch hint: current leader %+v, want %d at 0", cur, leader)
+	}
+	if eps := lastFetchResp.Brokers; len(eps) != 1 || eps[0].NodeID != leader ||
+		net.JoinHostPort(eps[0].Host, strconv.Itoa(int(eps[0].Port))) != nodes[leader].Listeners[0].Advertised {
+		t.Fatalf("fetch node endpoints %+v, want node %d at %s", eps, leader, nodes[leader].Listeners[0].Advertised)
 	}
 	if code := fetch(leader, 0); code != 0 {
 		t.Fatalf("fetch from leader: %v", kerr.ErrorForCode(code))
@@ -148,6 +159,9 @@ func TestNodesRouting(t *testing.T) {
 	}
 	if code := fetch(wrong, 0); code != kerr.FencedLeaderEpoch.Code {
 		t.Fatalf("fetch with the old epoch: %v", kerr.ErrorForCode(code))
+	}
+	if cur := lastFetch.CurrentLeader; cur.LeaderID != wrong || cur.LeaderEpoch != 1 {
+		t.Fatalf("fenced fetch hint: current leader %+v, want %d at 1", cur, wrong)
 	}
 	if code := fetch(wrong, 2); code != kerr.UnknownLeaderEpoch.Code {
 		t.Fatalf("fetch with a future epoch: %v", kerr.ErrorForCode(code))
