@@ -445,7 +445,9 @@ func (b *Broker) acceptLoop(l *listener, ln net.Listener) {
 		}
 		ip := remoteIP(nc)
 		b.mu.Lock()
-		if b.mu.shutdown {
+		// A simulated node stopping (StopNode) cuts the connections it
+		// finds under b.mu; one accepted meanwhile is cut here.
+		if b.mu.shutdown || (b.nodes != nil && !b.nodes.isLive(l.node)) {
 			b.mu.Unlock()
 			nc.Close()
 			continue
@@ -684,6 +686,14 @@ func (b *Broker) Stats() Stats {
 	for i, l := range b.listeners {
 		ls[i] = ListenerStats{Name: l.name, Accepted: l.accepted.Load(), Refused: l.refused.Load()}
 		index[l] = i
+	}
+	// A simulated cluster's other nodes count under the same listener.
+	for _, nls := range b.nodeListeners[min(1, len(b.nodeListeners)):] {
+		for j, l := range nls {
+			ls[j].Accepted += l.accepted.Load()
+			ls[j].Refused += l.refused.Load()
+			index[l] = j
+		}
 	}
 	b.mu.Lock()
 	open := len(b.mu.conns)

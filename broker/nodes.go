@@ -388,3 +388,10 @@ func (s *simCluster) epochAt(k partKey, offset int64) int32 {
 	}
 	return epoch
 }
+
+// isLive reports whether node index i serves.
+func (s *simCluster) isLive(i int) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.live[i]
+}
