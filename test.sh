@@ -62,8 +62,10 @@ else
 	cleanup+=("rm -rf $javabin")
 	go build -race -o "$javabin/kbroker" ./cmd/kbroker
 	(cd integration/java && mvn -B -ntp -Dstyle.color=never test -Dkbroker.binary="$javabin/kbroker")
-	# kbroker.log: the shared broker; kbroker-security.log: SecurityTest's.
-	for log in integration/java/target/kbroker.log integration/java/target/kbroker-security.log; do
+	# kbroker.log: the shared broker; kbroker-security.log: SecurityTest's;
+	# kbroker-cluster.log: ControlsTest's --nodes broker.
+	for log in integration/java/target/kbroker.log integration/java/target/kbroker-security.log \
+		integration/java/target/kbroker-cluster.log; do
 		if [ -f "$log" ] && grep -q 'DATA RACE' "$log"; then
 			echo "data race in kbroker under the Java client tests:"; cat "$log"; exit 1
 		fi

@@ -70,8 +70,14 @@ type Broker struct {
 	allocHook func(path string, size int64) error
 
 	// listeners are bound by Start, in the order of the listeners
-	// setting; the first is the one Addr reports.
+	// setting; the first is the one Addr reports. In a simulated cluster
+	// they are node 0's.
 	listeners []*listener
+	// nodes is the simulated cluster of kbroker.nodes above 1 (nodes.go),
+	// nil for one node; nodeListeners are its nodes' listeners,
+	// [node][listener], their ln guarded by nodes.mu.
+	nodes         *simCluster
+	nodeListeners [][]*listener
 	// security holds what authentication needs: the SASL mechanisms,
 	// the credential store, TLS settings (security.go).
 	security  *security
@@ -238,6 +244,10 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		b.closeStores()
 		return nil, err
 	}
+	if err := b.openNodes(); err != nil {
+		b.closeStores()
+		return nil, err
+	}
 	b.lg.Info("store opened",
 		zap.String("dir", cfg.DataDir),
 		zap.Bool("clean", report.Log.Clean),
@@ -335,42 +345,62 @@ func (b *Broker) onTopicChange(old, cur *topic.Topic) {
 }
 
 // Start binds every listener and serves connections in the background.
+// In a simulated cluster each live node binds its own port on every
+// listener.
 func (b *Broker) Start() error {
 	specs, err := b.cfg.listenerSpecs()
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
 	b.startedAt = time.Now()
+	if b.nodes != nil {
+		return b.startNodes(specs)
+	}
 	for _, spec := range specs {
-		ln, err := net.Listen("tcp", spec.addr)
+		l, err := b.bindListener(spec)
 		if err != nil {
 			for _, l := range b.listeners {
 				l.ln.Close()
 			}
 			b.listeners = nil
-			return fmt.Errorf("broker: listen on %s (%s): %w", spec.addr, spec.name, err)
+			return err
 		}
-		l := &listener{listenerSpec: spec, ln: ln, sec: b.security.listeners[spec.name]}
-		l.advHost, l.advPort = spec.advertised(ln.Addr().String())
-		l.tlsConfig = l.sec.tlsConfig
 		b.listeners = append(b.listeners, l)
 	}
 	for _, l := range b.listeners {
-		b.wg.Add(1)
-		go b.acceptLoop(l)
-		b.lg.Info("listening", zap.String("listener", l.name), zap.String("protocol", l.protocol),
-			zap.String("addr", l.ln.Addr().String()),
-			zap.String("advertised", net.JoinHostPort(l.advHost, strconv.Itoa(int(l.advPort)))))
-		if l.protocol == protoSASLPlaintext && slices.Contains(l.sec.mechanisms, "PLAIN") {
-			b.lg.Warn("SASL PLAIN on a SASL_PLAINTEXT listener sends passwords in clear", zap.String("listener", l.name))
-		}
+		b.serveListener(l)
 	}
 	b.started.Store(true)
 	return nil
 }
 
+// bindListener binds one listener.
+func (b *Broker) bindListener(spec listenerSpec) (*listener, error) {
+	ln, err := net.Listen("tcp", spec.addr)
+	if err != nil {
+		return nil, fmt.Errorf("broker: listen on %s (%s): %w", spec.addr, spec.name, err)
+	}
+	l := &listener{listenerSpec: spec, ln: ln, bound: ln.Addr().String(), sec: b.security.listeners[spec.name]}
+	l.advHost, l.advPort = spec.advertised(l.bound)
+	l.tlsConfig = l.sec.tlsConfig
+	return l, nil
+}
+
+// serveListener starts accepting on a bound listener.
+func (b *Broker) serveListener(l *listener) {
+	b.wg.Add(1)
+	go b.acceptLoop(l, l.ln)
+	b.lg.Info("listening", zap.String("listener", l.name), zap.String("protocol", l.protocol),
+		zap.Int32("node", b.cfg.NodeID+int32(l.node)),
+		zap.String("addr", l.bound),
+		zap.String("advertised", net.JoinHostPort(l.advHost, strconv.Itoa(int(l.advPort)))))
+	if l.protocol == protoSASLPlaintext && slices.Contains(l.sec.mechanisms, "PLAIN") {
+		b.lg.Warn("SASL PLAIN on a SASL_PLAINTEXT listener sends passwords in clear", zap.String("listener", l.name))
+	}
+}
+
 // Addr is the address the first listener is bound to.
-func (b *Broker) Addr() string { return b.listeners[0].ln.Addr().String() }
+func (b *Broker) Addr() string { return b.listeners[0].bound }
 
 // AdvertisedAddr is the host:port clients of the first listener are told
 // to connect to.
@@ -384,7 +414,7 @@ func (b *Broker) AdvertisedAddr() string {
 func (b *Broker) Listeners() []ListenerInfo {
 	out := make([]ListenerInfo, 0, len(b.listeners))
 	for _, l := range b.listeners {
-		out = append(out, ListenerInfo{Name: l.name, Protocol: l.protocol, Addr: l.ln.Addr().String(),
+		out = append(out, ListenerInfo{Name: l.name, Protocol: l.protocol, Addr: l.bound,
 			Advertised: net.JoinHostPort(l.advHost, strconv.Itoa(int(l.advPort)))})
 	}
 	return out
@@ -395,16 +425,16 @@ func (b *Broker) Listeners() []ListenerInfo {
 func (b *Broker) ListenerAddr(name string) string {
 	for _, l := range b.listeners {
 		if l.name == strings.ToUpper(name) {
-			return l.ln.Addr().String()
+			return l.bound
 		}
 	}
 	return ""
 }
 
-func (b *Broker) acceptLoop(l *listener) {
+func (b *Broker) acceptLoop(l *listener, ln net.Listener) {
 	defer b.wg.Done()
 	for {
-		nc, err := l.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -415,7 +445,9 @@ func (b *Broker) acceptLoop(l *listener) {
 		}
 		ip := remoteIP(nc)
 		b.mu.Lock()
-		if b.mu.shutdown {
+		// A simulated node stopping (StopNode) cuts the connections it
+		// finds under b.mu; one accepted meanwhile is cut here.
+		if b.mu.shutdown || (b.nodes != nil && !b.nodes.isLive(l.node)) {
 			b.mu.Unlock()
 			nc.Close()
 			continue
@@ -494,8 +526,12 @@ func (b *Broker) beginStop() ([]*conn, bool) {
 	}
 	b.mu.Unlock()
 	close(b.stop)
-	for _, l := range b.listeners {
-		l.ln.Close()
+	if b.nodes != nil {
+		b.closeNodeListeners()
+	} else {
+		for _, l := range b.listeners {
+			l.ln.Close()
+		}
 	}
 	return conns, true
 }
@@ -650,6 +686,14 @@ func (b *Broker) Stats() Stats {
 	for i, l := range b.listeners {
 		ls[i] = ListenerStats{Name: l.name, Accepted: l.accepted.Load(), Refused: l.refused.Load()}
 		index[l] = i
+	}
+	// A simulated cluster's other nodes count under the same listener.
+	for _, nls := range b.nodeListeners[min(1, len(b.nodeListeners)):] {
+		for j, l := range nls {
+			ls[j].Accepted += l.accepted.Load()
+			ls[j].Refused += l.refused.Load()
+			index[l] = j
+		}
 	}
 	b.mu.Lock()
 	open := len(b.mu.conns)

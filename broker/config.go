@@ -244,8 +244,17 @@ type Config struct {
 	// when missing: comma-separated name[:partitions], partitions
 	// defaulting to num.partitions ("orders:3,audit").
 	SeedTopics string `kafka:"kbroker.seed.topics"`
-	// NodeID is this broker's id.
+	// NodeID is this broker's id; in a simulated cluster the first
+	// node's, the others counting up from it.
 	NodeID int32 `kafka:"node.id"`
+	// Nodes above 1 simulate a cluster of that many nodes on the one
+	// store, for testing clients (docs/TESTING-CONTROLS.md): each node
+	// has its own port on every listener (the configured port plus the
+	// node's index, or a free port for port 0), partition leaders and
+	// coordinators spread over the nodes, a request to the wrong node
+	// fails as on Kafka, and test controls move leaders and coordinators
+	// and stop and start nodes. It is not replication.
+	Nodes int `kafka:"kbroker.nodes"`
 
 	// GroupInitialRebalanceDelay is how long the first rebalance of an
 	// empty group waits for more members. kbroker defaults to 0 (Kafka:
@@ -375,6 +384,7 @@ func DefaultConfig() Config {
 		MetricsPartitionSeriesMax: 1000,
 		ClusterID:                 "kbroker-cluster",
 		NodeID:                    0,
+		Nodes:                     1,
 
 		GroupInitialRebalanceDelay:    0,
 		GroupMinSessionTimeout:        6 * time.Second,
@@ -419,6 +429,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := parseSeedTopics(c.SeedTopics, 1); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Nodes < 0 || c.Nodes > maxNodes {
+		errs = append(errs, fmt.Errorf("kbroker.nodes %d must be between 1 and %d (0 means 1)", c.Nodes, maxNodes))
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("log.dirs is empty"))

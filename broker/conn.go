@@ -316,7 +316,17 @@ func (c *conn) handleFrame(frame []byte) error {
 			return c.handleFault(h.CorrelationID, a, req, d, t)
 		}
 	}
-	res, err := a.handle(c.b, c, req)
+	var res result
+	if c.b.nodes != nil {
+		// A simulated node that does not coordinate what the request
+		// names answers NOT_COORDINATOR (nodes_check.go).
+		if resp := c.notCoordinator(req); resp != nil {
+			res.resp = resp
+		}
+	}
+	if res.resp == nil {
+		res, err = a.handle(c.b, c, req)
+	}
 	t.handled = time.Now()
 	c.b.metrics.apis[h.Key].Handle.ObserveDuration(t.handled.Sub(t.started))
 	if errors.Is(err, errCloseAfterResponse) {

@@ -15,6 +15,12 @@ import (
 //	POST /reset                      Reset: delete everything clients made
 //	POST /restart                    Restart on the same address and data
 //	POST /restart?crash=true         RestartCrashed: as after a crash
+//	GET  /nodes                      the nodes of a simulated cluster
+//	POST /nodes/{id}/stop|start      StopNode, StartNode
+//	GET  /leaders?topic=T&partition=P      PartitionLeader
+//	POST /leaders {"topic","partition","node"}  MovePartitionLeader
+//	GET  /coordinators?type=group&key=K    Coordinator
+//	POST /coordinators {"type","key","node"}   MoveCoordinator
 //
 // Mount it on a listener only tests can reach (loopback): it can wipe the
 // broker. Reset and restart answer {"took_ms": N} once the broker serves
@@ -41,6 +47,7 @@ func (ip *InProcess) ControlHandler() http.Handler {
 		}
 		ip.serveRestart(restart)(w, r)
 	})
+	ip.nodeControls(mux)
 	return mux
 }
 

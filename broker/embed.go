@@ -141,7 +141,7 @@ func (ip *InProcess) restart(ctx context.Context, kind restartKind) error {
 			return fmt.Errorf("broker: reset: %w", err)
 		}
 	}
-	b, err := ip.start(cfg, WithFaults(old.faults))
+	b, err := ip.start(cfg, WithFaults(old.faults), WithNodes(old))
 	if err != nil {
 		return fmt.Errorf("broker: restart: %w", err)
 	}

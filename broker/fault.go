@@ -66,7 +66,7 @@ func (c *conn) faultRequest(key, version int16, req kmsg.Request) *fault.Request
 	return &fault.Request{
 		Key: key, Version: version, Body: req,
 		ClientID:   c.clientID,
-		Listener:   c.l.ln.Addr().String(),
+		Listener:   c.l.bound,
 		Connection: c.nc.RemoteAddr().String(),
 		TopicName: func(id [16]byte) string {
 			t, _ := c.b.topics.ByID(topic.ID(id))

@@ -36,14 +36,23 @@ func (b *Broker) handleDescribeCluster(c *conn, req *kmsg.DescribeClusterRequest
 		return respond(resp)
 	}
 	resp.ClusterID = b.cfg.ClusterID
-	resp.ControllerID = b.cfg.NodeID
+	resp.ControllerID = b.controllerID()
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = b.clusterOps(c)
 	}
-	br := kmsg.NewDescribeClusterResponseBroker()
-	br.NodeID = b.cfg.NodeID
-	br.Host, br.Port = c.advertised()
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
+	if b.nodes == nil {
+		br := kmsg.NewDescribeClusterResponseBroker()
+		br.NodeID = b.cfg.NodeID
+		br.Host, br.Port = c.advertised()
+		resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
+		return respond(resp)
+	}
+	for _, id := range b.nodes.liveIDs() {
+		br := kmsg.NewDescribeClusterResponseBroker()
+		br.NodeID = id
+		br.Host, br.Port = b.endpoint(id, c.l.index)
+		resp.Brokers = append(resp.Brokers, br)
+	}
 	return respond(resp)
 }
 

@@ -131,6 +131,9 @@ func (b *Broker) describeTopicPartitions(t *topic.Topic, start, limit int32) (km
 		p.LeaderID, p.LeaderEpoch = b.cfg.NodeID, 0
 		if i >= served {
 			p.LeaderID = -1
+		} else if b.nodes != nil {
+			p.LeaderID, p.LeaderEpoch = b.nodes.leader(t.ID, i)
+			p.Replicas, p.ISR, p.OfflineReplicas = b.nodes.replicas(p.LeaderID)
 		}
 		st.Partitions = append(st.Partitions, p)
 	}

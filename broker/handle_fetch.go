@@ -111,7 +111,10 @@ type fetchPart struct {
 	lastEnd int64
 	// version is p.Changes() before the last read (fetch sessions).
 	version uint64
-	out     protocol.FetchPartition
+	// leader is the CurrentLeader hint of a partition that a simulated
+	// node refused (nodes_check.go); leader.HasCurrentLeader marks it.
+	leader protocol.FetchPartition
+	out    protocol.FetchPartition
 }
 
 // fetchPlan is a decoded fetch request.
@@ -124,6 +127,9 @@ type fetchPlan struct {
 	topics    []protocol.FetchTopic
 	parts     []fetchPart
 	sr        sessionRequest
+	// listener is the index of the listener the fetch came on, for the
+	// endpoints of a simulated cluster's leader hints.
+	listener int
 }
 
 func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
@@ -208,6 +214,9 @@ func (plan *fetchPlan) waitable() bool {
 func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchRequestTopic) *fetchPlan {
 	plan := &fetchPlan{version: req.Version, maxBytes: int64(req.MaxBytes), minBytes: int64(req.MinBytes),
 		committed: req.Version >= 4 && req.IsolationLevel == 1}
+	if b.nodes != nil {
+		plan.listener = c.l.index
+	}
 	if plan.maxBytes < 0 {
 		// Kafka answers max_bytes ≤ 0 with the KIP-74 minimum: the first
 		// batch only.
@@ -251,6 +260,8 @@ func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchR
 				fp.p = b.store.Partition(id, rp.Partition)
 				if fp.p == nil {
 					fp.errCode = kerr.UnknownTopicOrPartition.Code
+				} else if b.nodes != nil {
+					fp.errCode = c.fetchLeaderCode(&fp, id, rp.Partition, rp.CurrentLeaderEpoch, req.Version)
 				} else if rp.CurrentLeaderEpoch > 0 {
 					// The only leader epoch here is 0: a newer one is from
 					// a future this broker does not know.
@@ -275,7 +286,9 @@ func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
 	for i := range plan.parts {
 		fp := &plan.parts[i]
 		out := protocol.FetchPartition{Partition: fp.index, ErrorCode: fp.errCode,
-			HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1}
+			HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1,
+			HasCurrentLeader: fp.leader.HasCurrentLeader, CurrentLeaderID: fp.leader.CurrentLeaderID,
+			CurrentLeaderEpoch: fp.leader.CurrentLeaderEpoch}
 		if fp.errCode == 0 {
 			fp.version = fp.p.Changes() // before the read: see fetch_session.go
 			limit := min(fp.maxBytes, remaining)
@@ -480,9 +493,11 @@ func (plan *fetchPlan) waitFor(fp *fetchPart) <-chan struct{} {
 // sessionSkips reports whether an incremental fetch on c may skip the
 // session partitions that have not changed (fetch_session.go): not when a
 // fault rule fired on it (its per-partition errors must reach every
-// partition) nor under an authorizer (ACL changes alone change answers).
+// partition), nor under an authorizer (ACL changes alone change answers),
+// nor in a simulated cluster (a leader move alone changes answers: a
+// partition that moved away must be answered NOT_LEADER_OR_FOLLOWER).
 func (b *Broker) sessionSkips(c *conn) bool {
-	return c.inject == nil && b.security.authz == nil
+	return c.inject == nil && b.security.authz == nil && b.nodes == nil
 }
 
 // encodeFetch builds the response frame; the writer patches in the
@@ -498,6 +513,9 @@ func (b *Broker) encodeFetch(req *kmsg.FetchRequest, plan *fetchPlan, fr *fetchR
 		if len(t.Partitions) > 0 || !plan.sr.incremental {
 			resp.Topics = append(resp.Topics, t)
 		}
+	}
+	if b.nodes != nil {
+		resp.NodeEndpoints = b.fetchNodeEndpoints(plan)
 	}
 	protocol.EncodeFetchResponse(&fr.frame, 0, &resp)
 }

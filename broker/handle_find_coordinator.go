@@ -70,7 +70,17 @@ func (b *Broker) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 		}
 		return b.allowed(c, opDescribe, resGroup, key)
 	}
+	// In a simulated cluster each key has its node.
+	at := func(key string) (int32, string, int32) {
+		if b.nodes == nil || code != 0 {
+			return node, host, port
+		}
+		id := b.nodes.coordinator(req.CoordinatorType, key)
+		h, p := b.endpoint(id, c.l.index)
+		return id, h, p
+	}
 	if req.Version < 4 {
+		node, host, port := at(req.CoordinatorKey)
 		if code == 0 && !keyAllowed(req.CoordinatorKey) {
 			authz := kerr.GroupAuthorizationFailed
 			if req.CoordinatorType == coordinatorTransaction {
@@ -91,7 +101,7 @@ func (b *Broker) handleFindCoordinator(c *conn, req *kmsg.FindCoordinatorRequest
 		seen[key] = true
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key = key
-		rc.NodeID, rc.Host, rc.Port = node, host, port
+		rc.NodeID, rc.Host, rc.Port = at(key)
 		rc.ErrorCode, rc.ErrorMessage = code, msg
 		if code == 0 && !keyAllowed(key) {
 			authz := kerr.GroupAuthorizationFailed

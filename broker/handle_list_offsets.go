@@ -78,6 +78,8 @@ func (b *Broker) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (resul
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
 			case !known:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case b.nodes != nil:
+				b.listOffsetNode(c, sp, t.ID, rp, req.Version, committed)
 			default:
 				b.listOffset(sp, b.store.Partition(partition.TopicID(t.ID), rp.Partition), rp, req.Version, committed)
 			}
@@ -94,7 +96,7 @@ func (b *Broker) listOffset(sp *kmsg.ListOffsetsResponseTopicPartition, p *parti
 		return
 	}
 	if version >= 4 {
-		if code := currentLeaderEpochCode(rp.CurrentLeaderEpoch); code != 0 {
+		if code := currentLeaderEpochCode(rp.CurrentLeaderEpoch, 0); code != 0 {
 			sp.ErrorCode = code
 			return
 		}
@@ -147,14 +149,14 @@ func listOffsetsTimestampUnsupported(ts int64, version int16) bool {
 	return version < minVersion
 }
 
-// currentLeaderEpochCode is Kafka's Partition.checkCurrentLeaderEpoch against
-// leader epoch 0: -1 skips the check, an older epoch is fenced, a newer one
-// is unknown.
-func currentLeaderEpochCode(current int32) int16 {
+// currentLeaderEpochCode is Kafka's Partition.checkCurrentLeaderEpoch
+// against the partition's leader epoch (0 but in a simulated cluster):
+// -1 skips the check, an older epoch is fenced, a newer one is unknown.
+func currentLeaderEpochCode(current, epoch int32) int16 {
 	switch {
-	case current == -1 || current == 0:
+	case current == -1 || current == epoch:
 		return 0
-	case current < 0:
+	case current < epoch:
 		return kerr.FencedLeaderEpoch.Code
 	default:
 		return kerr.UnknownLeaderEpoch.Code

@@ -68,9 +68,9 @@ const (
 
 func (b *Broker) handleMetadata(c *conn, req *kmsg.MetadataRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = []kmsg.MetadataResponseBroker{b.metadataBroker(c)}
+	resp.Brokers = b.metadataBrokers(c)
 	resp.ClusterID = kmsg.StringPtr(b.cfg.ClusterID)
-	resp.ControllerID = b.cfg.NodeID
+	resp.ControllerID = b.controllerID()
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = b.clusterOps(c)
 	}
@@ -95,13 +95,23 @@ func (b *Broker) handleMetadata(c *conn, req *kmsg.MetadataRequest) (result, err
 	return respond(resp)
 }
 
-// metadataBroker describes this broker as clients of c's listener should
-// reach it.
-func (b *Broker) metadataBroker(c *conn) kmsg.MetadataResponseBroker {
-	mb := kmsg.NewMetadataResponseBroker()
-	mb.NodeID = b.cfg.NodeID
-	mb.Host, mb.Port = c.advertised()
-	return mb
+// metadataBrokers describes this broker, or the live nodes of a
+// simulated cluster, as clients of c's listener should reach them.
+func (b *Broker) metadataBrokers(c *conn) []kmsg.MetadataResponseBroker {
+	if b.nodes == nil {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID = b.cfg.NodeID
+		mb.Host, mb.Port = c.advertised()
+		return []kmsg.MetadataResponseBroker{mb}
+	}
+	ids := b.nodes.liveIDs()
+	out := make([]kmsg.MetadataResponseBroker, len(ids))
+	for i, id := range ids {
+		out[i].Default()
+		out[i].NodeID = id
+		out[i].Host, out[i].Port = b.endpoint(id, c.l.index)
+	}
+	return out
 }
 
 // metadataRequested answers the topics a request names, once each, in
@@ -224,6 +234,10 @@ func (b *Broker) metadataTopic(t *topic.Topic) kmsg.MetadataResponseTopic {
 		}
 		p.Leader = b.cfg.NodeID
 		p.LeaderEpoch = 0
+		if b.nodes != nil {
+			p.Leader, p.LeaderEpoch = b.nodes.leader(t.ID, p.Partition)
+			p.Replicas, p.ISR, p.OfflineReplicas = b.nodes.replicas(p.Leader)
+		}
 	}
 	return mt
 }

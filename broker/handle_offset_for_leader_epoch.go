@@ -50,8 +50,10 @@ func (b *Broker) handleOffsetForLeaderEpoch(c *conn, req *kmsg.OffsetForLeaderEp
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case req.Version >= 2 && currentLeaderEpochCode(rp.CurrentLeaderEpoch) != 0:
-				sp.ErrorCode = currentLeaderEpochCode(rp.CurrentLeaderEpoch)
+			case b.nodes != nil:
+				b.offsetForLeaderEpochNode(c, sp, t.ID, p, rp, req.Version)
+			case req.Version >= 2 && currentLeaderEpochCode(rp.CurrentLeaderEpoch, 0) != 0:
+				sp.ErrorCode = currentLeaderEpochCode(rp.CurrentLeaderEpoch, 0)
 			case rp.LeaderEpoch == 0:
 				sp.LeaderEpoch, sp.EndOffset = 0, p.LogEndOffset()
 			case rp.LeaderEpoch < -1:

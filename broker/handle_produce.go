@@ -113,6 +113,9 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				failed = true
 				continue
+			case b.nodes != nil && b.notLeaderForProduce(c, req.Version, resp, sp, t.ID):
+				failed = true
+				continue
 			case !validAcks:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 				failed = true

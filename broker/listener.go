@@ -56,6 +56,13 @@ func (s *listenerSpec) sasl() bool {
 type listener struct {
 	listenerSpec
 	ln net.Listener
+	// bound is the address ln is bound to, with the port chosen for 0;
+	// a simulated node binds the same one again when it starts.
+	bound string
+	// node is the index of the simulated node the listener is one of
+	// (nodes.go), 0 on a single node; index is its place in the
+	// listeners setting.
+	node, index int
 	// advHost and advPort are what clients are told.
 	advHost string
 	advPort int32
@@ -228,7 +235,7 @@ func (b *Broker) pinnedListeners() string {
 	parts := make([]string, 0, len(b.listeners))
 	for _, l := range b.listeners {
 		host, _, _ := net.SplitHostPort(l.addr)
-		_, port, _ := net.SplitHostPort(l.ln.Addr().String())
+		_, port, _ := net.SplitHostPort(l.bound)
 		parts = append(parts, l.name+"://"+net.JoinHostPort(host, port))
 	}
 	if len(parts) == 1 && !strings.Contains(b.cfg.Listen, "://") {

@@ -130,6 +130,9 @@ type Partition struct {
 		// that recovery knows whether the log kept every batch the
 		// checkpoint counts.
 		lastEnd int64
+		// leaderEpoch is stamped into every batch written; 0 unless a
+		// simulated leader move bumped it (SetLeaderEpoch).
+		leaderEpoch int32
 	}
 
 	// deleted is set when the topic was deleted.
@@ -218,6 +221,18 @@ func (p *Partition) HighWatermark() int64 { return p.highWatermark.Load() }
 
 // LogEndOffset is the offset the next appended record gets.
 func (p *Partition) LogEndOffset() int64 { return p.logEnd.Load() }
+
+// SetLeaderEpoch makes epoch the leader epoch stamped into the batches
+// written from now on, as a new leader does (the broker's simulated
+// leader moves, broker/nodes.go), and returns the log end offset at the
+// change: the start offset of the epoch, which OffsetForLeaderEpoch
+// answers with.
+func (p *Partition) SetLeaderEpoch(epoch int32) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.leaderEpoch = epoch
+	return p.mu.next
+}
 
 // LogStartOffset is the first offset still stored.
 func (p *Partition) LogStartOffset() int64 { return p.logStart.Load() }
@@ -418,7 +433,7 @@ func (p *Partition) stageLocked(b []byte, logAppendTime bool, nowMs int64) (writ
 	if logAppendTime {
 		w.appendTime = nowMs
 	}
-	if err := batch.Stamp(b, w.base, 0, w.appendTime); err != nil {
+	if err := batch.Stamp(b, w.base, p.mu.leaderEpoch, w.appendTime); err != nil {
 		return written{}, err
 	}
 	cq, err := p.queue()

@@ -37,6 +37,11 @@ type FetchPartition struct {
 	// possibly empty, otherwise (read_committed).
 	AbortedTransactions  []AbortedTransaction
 	PreferredReadReplica int32
+	// HasCurrentLeader adds CurrentLeader (v12+, tagged): the leader id
+	// and epoch a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH partition
+	// should go to (KIP-951).
+	HasCurrentLeader                    bool
+	CurrentLeaderID, CurrentLeaderEpoch int32
 	// Ranges are the record batches, in order. None means empty records
 	// (Kafka sends empty, not null, records for a partition without data).
 	Ranges []FetchRange
@@ -57,6 +62,16 @@ type FetchResponse struct {
 	ErrorCode      int16
 	SessionID      int32
 	Topics         []FetchTopic
+	// NodeEndpoints (v16+, tagged) are the endpoints of the leaders named
+	// in CurrentLeader (KIP-951).
+	NodeEndpoints []NodeEndpoint
+}
+
+// NodeEndpoint is a broker's address in a fetch response's NodeEndpoints.
+type NodeEndpoint struct {
+	NodeID int32
+	Host   string
+	Port   int32
 }
 
 // Splice says that Range's bytes go at byte At of FetchFrame.Bytes.
@@ -152,7 +167,13 @@ func EncodeFetchResponse(f *FetchFrame, correlationID int32, r *FetchResponse) {
 				f.Splices = append(f.Splices, Splice{At: len(b), Range: rg})
 			}
 			rangesLen += n
-			if flex {
+			if flex && p.HasCurrentLeader {
+				// One tagged field: CurrentLeader (tag 1), 9 bytes.
+				b = append(b, 1, 1, 9)
+				b = binary.BigEndian.AppendUint32(b, uint32(p.CurrentLeaderID))
+				b = binary.BigEndian.AppendUint32(b, uint32(p.CurrentLeaderEpoch))
+				b = append(b, 0)
+			} else if flex {
 				b = append(b, 0) // partition tagged fields: none
 			}
 		}
@@ -160,7 +181,9 @@ func EncodeFetchResponse(f *FetchFrame, correlationID int32, r *FetchResponse) {
 			b = append(b, 0) // topic tagged fields
 		}
 	}
-	if flex {
+	if v >= 16 && len(r.NodeEndpoints) > 0 {
+		b = appendNodeEndpoints(b, r.NodeEndpoints)
+	} else if flex {
 		b = append(b, 0) // response tagged fields
 	}
 	binary.BigEndian.PutUint32(b, uint32(int64(len(b))-4+rangesLen))
@@ -188,4 +211,34 @@ func appendString(b []byte, s string, flex bool) []byte {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
 	}
 	return append(b, s...)
+}
+
+// appendNodeEndpoints appends the response's tagged fields holding only
+// NodeEndpoints (tag 0): a compact array of node id, host, port, null
+// rack and empty tagged fields.
+func appendNodeEndpoints(b []byte, eps []NodeEndpoint) []byte {
+	size := uvarintLen(uint64(len(eps) + 1))
+	for _, e := range eps {
+		size += 4 + uvarintLen(uint64(len(e.Host)+1)) + len(e.Host) + 4 + 1 + 1
+	}
+	b = append(b, 1, 0) // one tagged field, tag 0
+	b = binary.AppendUvarint(b, uint64(size))
+	b = binary.AppendUvarint(b, uint64(len(eps)+1))
+	for _, e := range eps {
+		b = binary.BigEndian.AppendUint32(b, uint32(e.NodeID))
+		b = binary.AppendUvarint(b, uint64(len(e.Host)+1))
+		b = append(b, e.Host...)
+		b = binary.BigEndian.AppendUint32(b, uint32(e.Port))
+		b = append(b, 0, 0) // null rack, no tagged fields
+	}
+	return b
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
 }

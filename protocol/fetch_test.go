@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -63,6 +64,10 @@ func TestFetchResponseMatchesKmsg(t *testing.T) {
 					if v < 5 {
 						kp.LogStartOffset, op.LogStartOffset = -1, -1
 					}
+					if v >= 12 && rng.IntN(3) == 0 {
+						op.HasCurrentLeader, op.CurrentLeaderID, op.CurrentLeaderEpoch = true, rng.Int32N(5), rng.Int32N(100)
+						kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = op.CurrentLeaderID, op.CurrentLeaderEpoch
+					}
 					if rng.IntN(2) == 0 {
 						op.AbortedTransactions = []AbortedTransaction{}
 						kp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
@@ -87,6 +92,15 @@ func TestFetchResponseMatchesKmsg(t *testing.T) {
 				}
 				ours.Topics = append(ours.Topics, ot)
 				theirs.Topics = append(theirs.Topics, kt)
+			}
+			if v >= 16 && rng.IntN(2) == 0 {
+				for n := range rng.IntN(3) + 1 {
+					e := NodeEndpoint{NodeID: int32(n), Host: strings.Repeat("h", rng.IntN(200)), Port: rng.Int32N(65536)}
+					ours.NodeEndpoints = append(ours.NodeEndpoints, e)
+					kb := kmsg.NewFetchResponseBroker()
+					kb.NodeID, kb.Host, kb.Port = e.NodeID, e.Host, e.Port
+					theirs.Brokers = append(theirs.Brokers, kb)
+				}
 			}
 			corr := rng.Int32()
 			EncodeFetchResponse(&frame, corr, &ours)

@@ -101,3 +101,38 @@ func TestAdminControlsMode(t *testing.T) {
 		t.Error("--admin-controls maybe accepted")
 	}
 }
+
+// --nodes 3 serves a simulated cluster whose node controls are on the
+// admin listener: Metadata lists three brokers, a node stops and starts.
+func TestRunNodesControls(t *testing.T) {
+	r := startRun(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--admin-listen", "127.0.0.1:0",
+		"--nodes", "3", "--seed-topics", "cmd-nodes:3")
+	admin := "http://" + adminAddr(t, r)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.addr), kgo.RetryTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	meta, err := kadm.NewClient(cl).BrokerMetadata(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.Brokers) != 3 {
+		t.Fatalf("metadata lists %d brokers, want 3", len(meta.Brokers))
+	}
+	if code, body := httpDo(t, "POST", admin+"/nodes/2/stop", ""); code != http.StatusOK || !strings.Contains(body, `"id":2,"live":false`) {
+		t.Fatalf("POST /nodes/2/stop: %d %s", code, body)
+	}
+	if code, body := httpDo(t, "POST", admin+"/leaders", `{"topic":"cmd-nodes","partition":0,"node":1}`); code != http.StatusOK || !strings.Contains(body, `"leader":1`) {
+		t.Fatalf("POST /leaders: %d %s", code, body)
+	}
+	if code, body := httpDo(t, "POST", admin+"/nodes/2/start", ""); code != http.StatusOK || strings.Contains(body, `"live":false`) {
+		t.Fatalf("POST /nodes/2/start: %d %s", code, body)
+	}
+	if code, body := httpDo(t, "POST", admin+"/coordinators", `{"type":"group","key":"g","node":2}`); code != http.StatusOK || !strings.Contains(body, `"node":2`) {
+		t.Fatalf("POST /coordinators: %d %s", code, body)
+	}
+	if code, body := httpDo(t, "POST", admin+"/nodes/9/stop", ""); code != http.StatusBadRequest {
+		t.Fatalf("POST /nodes/9/stop: %d %s, want 400", code, body)
+	}
+}

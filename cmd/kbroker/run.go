@@ -78,10 +78,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if adm != nil && o.controlsOn() {
 		ip.OnRestart(adm.SetBroker)
 		h := ip.ControlHandler()
-		for _, pattern := range []string{"/faults", "/faults/", "POST /reset", "POST /restart"} {
+		for _, pattern := range []string{"/faults", "/faults/", "POST /reset", "POST /restart",
+			"/nodes", "/nodes/", "/leaders", "/coordinators"} {
 			adm.Handle(pattern, h)
 		}
-		lg.Info("test controls on the admin listener", zap.Strings("paths", []string{"/faults", "/reset", "/restart"}))
+		lg.Info("test controls on the admin listener",
+			zap.Strings("paths", []string{"/faults", "/reset", "/restart", "/nodes", "/leaders", "/coordinators"}))
 	}
 	// The first line names the first listener (scripts wait for it); with
 	// several listeners, one more line each names them all.
@@ -90,6 +92,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		for _, l := range ls {
 			out += fmt.Sprintf("kbroker listener %s (%s) on %s\n", l.Name, l.Protocol, l.Addr)
 		}
+	}
+	// A simulated cluster names every node's listeners, and tests
+	// driving the controls from another language need the admin port.
+	if nodes := b.Nodes(); len(nodes) > 1 {
+		for _, n := range nodes {
+			for _, l := range n.Listeners {
+				out += fmt.Sprintf("kbroker node %d listener %s (%s) on %s\n", n.ID, l.Name, l.Protocol, l.Addr)
+			}
+		}
+	}
+	if adm != nil {
+		out += fmt.Sprintf("kbroker admin listening on %s\n", adm.Addr())
 	}
 	if _, err := io.WriteString(stdout, out); err != nil {
 		return errors.Join(fmt.Errorf("write to stdout: %w", err), stopServed(ctx, ip))
@@ -263,6 +277,8 @@ var settingFlags = []struct {
 	{flag: "default-partitions", prop: "num.partitions", usage: "`partitions` of auto-created topics and of CreateTopics with -1"},
 	{flag: "auto-create-topics", prop: "auto.create.topics.enable", isBool: true, usage: "create a topic when a client produces to or asks metadata for one that does not exist"},
 	{flag: "seed-topics", prop: "kbroker.seed.topics", usage: "`topics` to create at start when missing: comma-separated name[:partitions]"},
+	{flag: "nodes", prop: "kbroker.nodes", usage: "simulate a cluster of `N` nodes on the one store, for testing clients (not replication): each node listens on its own port\n" +
+		"(the configured port plus its index, or a free one for port 0); leaders and coordinators spread over them; see docs/TESTING-CONTROLS.md"},
 }
 
 // parseArgs turns the command line into options: defaults, then the config
