@@ -10,7 +10,10 @@ package broker
 //   - the group's __consumer_offsets partition must be in the producer's
 //     ongoing transaction (AddOffsetsToTxn): otherwise the coordinator's
 //     error (INVALID_TXN_STATE or TRANSACTION_ABORTABLE by version,
-//     INVALID_PRODUCER_EPOCH for a fenced producer...).
+//     INVALID_PRODUCER_EPOCH for a fenced producer...). v5+ while
+//     transaction.version is 2 (transactions v2, KIP-890 part 2): the
+//     request adds the partition to the transaction itself, durably
+//     before the offsets are written, as Kafka's does.
 //   - each partition must exist; metadata is bounded as for OffsetCommit.
 //
 // The offsets are written as a transactional batch of the producer and
@@ -19,11 +22,13 @@ package broker
 
 import (
 	"cmp"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/offsets"
+	"github.com/kbroker/kbroker/txn"
 )
 
 func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest) (result, error) {
@@ -74,6 +79,14 @@ func (b *Broker) validateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) error
 	if err != nil {
 		return err
 	}
-	return forVersion(kmsg.TxnOffsetCommit, req.Version,
-		coord.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, b.groupPartition(req.Group)))
+	tp := b.groupPartition(req.Group)
+	err = coord.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp)
+	if errors.Is(err, kerr.TransactionAbortable) && req.Version >= 5 && b.txnV2() {
+		// Transactions v2: the commit adds the group's partition
+		// itself, in place of AddOffsetsToTxn.
+		ch := make(chan error, 1)
+		coord.AddPartitionsV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, func(err error) { ch <- err })
+		err = <-ch
+	}
+	return forVersion(kmsg.TxnOffsetCommit, req.Version, err)
 }

@@ -44,6 +44,7 @@ func (b *Broker) transactions(create bool) (*txn.Coordinator, error) {
 		NextProducerID: b.pids.Next,
 		WriteMarkers:   b.writeMarkers,
 		GroupPartition: b.groupPartition,
+		V2:             b.txnV2,
 	}, b.lg)
 	if err != nil {
 		return nil, err
