@@ -9,7 +9,7 @@ package broker
 // NodeEndpoints (KIP-951, never needed on one node: NOT_LEADER_OR_FOLLOWER is
 // never answered); v11 TRANSACTION_ABORTABLE (KIP-890, never answered
 // without transactions); v12 implicit AddPartitionsToTxn (KIP-890 part 2,
-// likewise unused); v13 topics by id (KIP-516: an unknown id is
+// below); v13 topics by id (KIP-516: an unknown id is
 // UNKNOWN_TOPIC_ID).
 //
 // Each partition's batch is validated, appended and stamped by
