@@ -431,7 +431,12 @@ func txnV2Steps(run string) []diffStep {
 		awaitGroupLoaded(group),
 		{name: "init", req: initProducerIDReq(&id), after: rememberProducer, versions: newest,
 			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
-		{name: "produce v11 outside the transaction", req: txnProduce(0, 0), versions: at(11)},
+		// Kafka may take the new partition's leadership a moment after
+		// its metadata shows it (NOT_LEADER_OR_FOLLOWER meanwhile).
+		{name: "produce v11 outside the transaction", req: txnProduce(0, 0), versions: at(11),
+			until: func(resp kmsg.Response) bool {
+				return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code
+			}},
 		{name: "produce v12 joins the transaction", req: txnProduce(0, 0), versions: at(12)},
 		{name: "txn offset commit v5 without AddOffsetsToTxn", req: func(s *diffSide, v int16) kmsg.Request {
 			r := kmsg.NewPtrTxnOffsetCommitRequest()
@@ -468,6 +473,13 @@ func txnV2Steps(run string) []diffStep {
 			until: func(resp kmsg.Response) bool {
 				return resp.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].State == "CompleteAbort"
 			}},
+		// A new producer fences an open transaction: the abort and the
+		// answer's epochs (CONCURRENT_TRANSACTIONS until the abort is
+		// complete).
+		{name: "produce v12, a transaction left open", req: txnProduce(0, 0), versions: at(12)},
+		{name: "init of a new producer fences it", req: initProducerIDReq(&id), after: rememberProducer, versions: newest,
+			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
+		{name: "describe after the fence", req: describe, versions: newest, ignore: startTime},
 	}
 }
 

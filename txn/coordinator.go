@@ -122,8 +122,8 @@ type Deps struct {
 	GroupPartition func(group string) TopicPartition
 	// V2 reports whether the finalized transaction.version is 2 or more
 	// (transactions v2, KIP-890 part 2). The coordinator's own aborts
-	// (a transaction timeout, the fence of InitProducerId) then bump the
-	// epoch once more and may rotate the producer id, as Kafka's do
+	// (a transaction timeout, the fence of InitProducerId) then rotate
+	// the producer id when the fence exhausts the epochs, as Kafka's do
 	// (they follow the broker's level, not the client's). Nil is never.
 	// Called with Coordinator.mu held: it must only read.
 	V2 func() bool

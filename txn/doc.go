@@ -29,9 +29,9 @@
 // the current id and epoch; an abort with no transaction open (Empty or
 // Complete*) is allowed and bumps too. AddPartitionsV2 is the implicit
 // add of Produce v12+ and TxnOffsetCommit v5+. The coordinator's own
-// aborts (timeouts, the fence of InitProducerId) follow the broker's
-// level (Deps.V2) as Kafka's follow its transaction.version: at 2 they
-// bump once to fence and once more as a v2 abort. Records carry
+// aborts (timeouts, the fence of InitProducerId) bump the epoch once, as
+// in v1 (and as Kafka 4.4 does), and under the broker's level 2 (Deps.V2)
+// rotate the producer id when that exhausts the epochs. Records carry
 // ClientTransactionVersion (0 or 2) and NextProducerId, so a restart
 // completes a rotation.
 //

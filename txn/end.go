@@ -288,11 +288,13 @@ func endWord(commit bool) string {
 // Kafka, the epoch is bumped in memory before PrepareAbort is durable, so
 // the old producer is fenced at once; after a fence whose write failed it
 // is not bumped again (the bumped epoch never reached a client), nor past
-// Short.MaxValue. Under transactions v2 (Deps.V2) the abort bumps once
-// more, as every v2 abort does, and when the fence's epoch is exhausted
-// the transaction moves to a fresh producer id once complete: with
-// *fresh -1 that returns needID, and the caller allocates one and calls
-// again. t must be Ongoing with nothing in flight.
+// Short.MaxValue. The abort does not bump it once more under transactions
+// v2 either (Kafka 4.4 ends a timed-out v2 transaction one epoch up, as
+// TestDiffKafka and the integration tests against it show), but when the
+// fence's epoch is exhausted a v2 transaction moves to a fresh producer id
+// once complete, as a v2 EndTxn does: with *fresh -1 that returns needID,
+// and the caller allocates one and calls again. t must be Ongoing with
+// nothing in flight.
 func (c *Coordinator) fenceLocked(t *txnMeta, fresh *int64, nowMs int64) (r rec, needID bool) {
 	fenced := t.epoch
 	if !t.failedFence && fenced < math.MaxInt16 {
@@ -310,12 +312,6 @@ func (c *Coordinator) fenceLocked(t *txnMeta, fresh *int64, nowMs int64) (r rec,
 	t.lastEpoch = noProducerEpoch
 	r = t.transit(PrepareAbort, nowMs)
 	r.v2, r.nextProducerID = v2, next
-	if v2 {
-		r.lastEpoch = fenced
-		if fenced < math.MaxInt16 {
-			r.epoch = fenced + 1
-		}
-	}
 	t.pending = PrepareAbort
 	return r, false
 }

@@ -194,12 +194,12 @@ func TestV2MixedWithV1(t *testing.T) {
 	})
 }
 
-// TestV2FenceBumpsTwice: with the broker at transaction.version 2 the
-// coordinator's own abort (a timeout) bumps the epoch once to fence and
-// once more as a v2 abort, and writes its markers with the second; the
-// fenced producer's EndTxn is PRODUCER_FENCED and its InitProducerId
-// gets the next epoch.
-func TestV2FenceBumpsTwice(t *testing.T) {
+// TestV2FenceBumpsOnce: with the broker at transaction.version 2 the
+// coordinator's own abort (a timeout) bumps the epoch once, as in v1 and
+// as Kafka 4.4 does, and writes its markers with it; the fenced
+// producer's EndTxn is PRODUCER_FENCED and its InitProducerId gets the
+// next epoch.
+func TestV2FenceBumpsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnvWith(t, partition.FlushAsync, 3, testConfig())
 		var v2 atomic.Bool
@@ -207,15 +207,22 @@ func TestV2FenceBumpsTwice(t *testing.T) {
 		e.c.deps.V2 = v2.Load
 		pid, epoch := e.mustInit("a")
 		testenv.WantErr(t, "add", e.addV2("a", pid, epoch, tp("t", 0)), nil)
+		wantEnd(t, "commit", e.endV2("a", pid, epoch, true), nil, pid, epoch+1)
+		epoch++
+		testenv.WantErr(t, "add", e.addV2("a", pid, epoch, tp("t", 0)), nil)
 		time.Sleep(testTimeoutMs*time.Millisecond + 2*testAbortTick)
 		settle()
-		e.wantState("a", CompleteAbort, pid, epoch+2)
+		e.wantState("a", CompleteAbort, pid, epoch+1)
 		calls := e.markers.get()
-		if len(calls) != 1 || calls[0].Commit || calls[0].Epoch != epoch+2 {
+		if len(calls) != 2 || calls[1].Commit || calls[1].Epoch != epoch+1 {
 			t.Fatalf("markers %v", calls)
 		}
-		wantEnd(t, "fenced producer's abort", e.endV2("a", pid, epoch, false), kerr.ProducerFenced, 0, 0)
-		if r := e.init("a", testTimeoutMs, -1, -1); r.Err != nil || r.ProducerID != pid || r.Epoch != epoch+3 {
+		// The timed-out producer's own abort passes for a retry of the
+		// abort (Kafka's table: CompleteAbort, abort, epoch - 1) and
+		// learns the epoch; an older epoch is fenced.
+		wantEnd(t, "timed-out producer's abort", e.endV2("a", pid, epoch, false), nil, pid, epoch+1)
+		wantEnd(t, "older epoch's abort", e.endV2("a", pid, epoch-1, false), kerr.ProducerFenced, 0, 0)
+		if r := e.init("a", testTimeoutMs, -1, -1); r.Err != nil || r.ProducerID != pid || r.Epoch != epoch+2 {
 			t.Fatalf("init after the fence: %+v", r)
 		}
 	})
