@@ -3,7 +3,6 @@ package txn
 import (
 	"math"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -202,9 +201,7 @@ func TestV2MixedWithV1(t *testing.T) {
 func TestV2FenceBumpsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnvWith(t, partition.FlushAsync, 3, testConfig())
-		var v2 atomic.Bool
-		v2.Store(true)
-		e.c.deps.V2 = v2.Load
+		e.v2.Store(true)
 		pid, epoch := e.mustInit("a")
 		testenv.WantErr(t, "add", e.addV2("a", pid, epoch, tp("t", 0)), nil)
 		wantEnd(t, "commit", e.endV2("a", pid, epoch, true), nil, pid, epoch+1)
@@ -233,7 +230,7 @@ func TestV2FenceBumpsOnce(t *testing.T) {
 func TestV2FenceRotatesAtExhaustion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnvWith(t, partition.FlushAsync, 3, testConfig())
-		e.c.deps.V2 = func() bool { return true }
+		e.v2.Store(true)
 		pid, _ := e.mustInit("a")
 		e.setEpoch("a", math.MaxInt16-1)
 		testenv.WantErr(t, "add", e.addV2("a", pid, math.MaxInt16-1, tp("t", 0)), nil)
@@ -269,4 +266,39 @@ func TestV2RecordsRoundTrip(t *testing.T) {
 	if got, _, _ = decodeRec(r.appendKey(nil), r.appendValue(nil)); got.v2 || got.nextProducerID != -1 {
 		t.Fatalf("decoded %+v", got)
 	}
+}
+
+// TestV2CrashMidTransaction: a crash with a v2 commit prepared but its
+// markers not written, and one with a v2 transaction open: after the
+// restart the first completes with the bumped epoch's markers, and the
+// second is aborted at its timeout, fencing with one bump.
+func TestV2CrashMidTransaction(t *testing.T) {
+	run(t, partition.FlushSync, func(t *testing.T, e *env) {
+		e.v2.Store(true)
+		pid, epoch := e.mustInit("a")
+		testenv.WantErr(t, "add", e.addV2("a", pid, epoch, tp("t", 0), tp("t", 1)), nil)
+		qid, qepoch := e.mustInit("b")
+		testenv.WantErr(t, "add", e.addV2("b", qid, qepoch, tp("t", 2)), nil)
+		e.markers.setHold(true)
+		wantEnd(t, "commit", e.endV2("a", pid, epoch, true), nil, pid, epoch+1)
+		settle()
+		e.wantState("a", PrepareCommit, pid, epoch+1)
+		e.markers = &fakeMarkers{} // the held call dies with the process
+		e.restart(true)
+		settle()
+		e.wantState("a", CompleteCommit, pid, epoch+1)
+		calls := e.markers.get()
+		if len(calls) != 1 || calls[0].PID != pid || calls[0].Epoch != epoch+1 || !calls[0].Commit ||
+			!slices.Equal(calls[0].Partitions, []TopicPartition{tp("t", 0), tp("t", 1)}) {
+			t.Fatalf("markers after the restart %v", calls)
+		}
+		wantEnd(t, "retry after the restart", e.endV2("a", pid, epoch, true), nil, pid, epoch+1)
+		e.wantState("b", Ongoing, qid, qepoch)
+		time.Sleep(testTimeoutMs*time.Millisecond + 2*testAbortTick)
+		settle()
+		e.wantState("b", CompleteAbort, qid, qepoch+1)
+		if calls := e.markers.get(); len(calls) != 2 || calls[1].Commit || calls[1].Epoch != qepoch+1 {
+			t.Fatalf("markers %v", calls)
+		}
+	})
 }
