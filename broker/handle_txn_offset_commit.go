@@ -34,12 +34,16 @@ import (
 func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	resp.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
-	groupErr := b.validateTxnOffsetCommit(req)
+	// Authorized first: under transactions v2 the validation may add the
+	// group's partition to the transaction.
+	var groupErr error
 	switch {
 	case !b.allowed(c, opWrite, resTxnID, req.TransactionalID):
 		groupErr = kerr.TransactionalIDAuthorizationFailed
 	case !b.allowed(c, opRead, resGroup, req.Group):
 		groupErr = kerr.GroupAuthorizationFailed
+	default:
+		groupErr = b.validateTxnOffsetCommit(req)
 	}
 	var pc pendingCommits
 	for i := range req.Topics {
