@@ -30,8 +30,9 @@ package broker
 //     that see it let Produce v12+ and TxnOffsetCommit v5+ add partitions
 //     to the transaction implicitly and send EndTxn v5+, which bumps the
 //     epoch with every commit or abort. Below 2 those versions are
-//     served with the semantics of transactions v1, as Kafka does (level
-//     1 changes only Kafka's record format, which kbroker always writes).
+//     served with the semantics of transactions v1, which Kafka 4 clients
+//     then expect (level 1 changes only Kafka's record format, which
+//     kbroker always writes).
 //     Transactions under way when the level changes complete with the
 //     semantics of the requests that end them.
 //
