@@ -25,9 +25,17 @@ package broker
 //     needs more than one replica to mean anything, so either level changes
 //     nothing here but what is reported.
 //
-// transaction.version is not listed: its supported maximum is 0 until
-// transactions v2 (KIP-890 part 2) is served, so clients keep using
-// AddPartitionsToTxn and EndTxn v4, and UpdateFeatures refuses to raise it.
+//   - transaction.version: 0–2, finalized 2, what Kafka 4 finalizes on a
+//     new cluster. Level 2 is transactions v2 (KIP-890 part 2): clients
+//     that see it let Produce v12+ and TxnOffsetCommit v5+ add partitions
+//     to the transaction implicitly and send EndTxn v5+, which bumps the
+//     epoch with every commit or abort. Below 2 those versions are
+//     served with the semantics of transactions v1, which Kafka 4 clients
+//     then expect (level 1 changes only Kafka's record format, which
+//     kbroker always writes).
+//     Transactions under way when the level changes complete with the
+//     semantics of the requests that end them.
+//
 // A feature at level 0 is not finalized and not reported, as in Kafka.
 // Levels set with UpdateFeatures are kept in the cluster state file
 // (package cluster) and survive restarts.
@@ -43,7 +51,11 @@ const (
 	featureGroupVersion    = "group.version"
 	featureELRVersion      = "eligible.leader.replicas.version"
 	featureShareVersion    = "share.version"
+	featureTxnVersion      = "transaction.version"
 )
+
+// txnVersion2 is the transaction.version level of transactions v2.
+const txnVersion2 = 2
 
 // metadataVersionLevel is the metadata.version kbroker runs at, 4.0-IV3,
 // and interBrokerProtocolVersion its name (DescribeConfigs reports it).
@@ -68,6 +80,7 @@ var features = []featureSpec{
 	{name: featureGroupVersion, min: 0, max: 1, initial: 1},
 	{name: featureMetadataVersion, min: metadataVersionMin, max: metadataVersionLevel, initial: metadataVersionLevel},
 	{name: featureShareVersion, min: 0, max: 1, initial: 1},
+	{name: featureTxnVersion, min: 0, max: txnVersion2, initial: txnVersion2},
 }
 
 // featureSpecFor returns the spec of name, or false for a feature this
@@ -99,3 +112,7 @@ func versionRange(min, max int16) string {
 	}
 	return fmt.Sprintf("%d-%d", min, max)
 }
+
+// txnV2 reports whether transactions v2 is in effect: transaction.version
+// is finalized at 2 or more.
+func (b *Broker) txnV2() bool { return b.featureLevel(featureTxnVersion) >= txnVersion2 }

@@ -9,7 +9,7 @@ package broker
 // NodeEndpoints (KIP-951, never needed on one node: NOT_LEADER_OR_FOLLOWER is
 // never answered); v11 TRANSACTION_ABORTABLE (KIP-890, never answered
 // without transactions); v12 implicit AddPartitionsToTxn (KIP-890 part 2,
-// likewise unused); v13 topics by id (KIP-516: an unknown id is
+// below); v13 topics by id (KIP-516: an unknown id is
 // UNKNOWN_TOPIC_ID).
 //
 // Each partition's batch is validated, appended and stamped by
@@ -37,7 +37,13 @@ package broker
 // at the current epoch; txn.Coordinator.Verify, with the codes Kafka gives
 // Produce: INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE up to v10, retriable
 // NOT_ENOUGH_REPLICAS while the coordinator is busy), then the partition
-// opens or extends the producer's transaction. A request with
+// opens or extends the producer's transaction. v12+ while
+// transaction.version is 2 (transactions v2, KIP-890 part 2): the
+// partitions not yet in the transaction are added to it first, all in one
+// durable coordinator write that the request waits for (Kafka's
+// AddPartitionsToTxnManager with the addPartition operation; Kafka too
+// holds the connection's next request until the produce is answered); a
+// producer with an old epoch is refused there (INVALID_PRODUCER_EPOCH). A request with
 // transactional batches but no transactional id gets
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition, as Kafka.
 //
@@ -88,6 +94,7 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 		return b.produceResult(req, pr, true, 0)
 	}
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	joinErr := b.joinTransaction(c, req)
 	nowMs := time.Now().UnixMilli()
 	failed := false
 	sc := c.produceScratch()
@@ -121,7 +128,7 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 				failed = true
 				continue
 			}
-			if code := b.verifyTransactional(req, t.Name, rp); code != 0 {
+			if code := b.verifyTransactional(req, t.Name, rp, joinErr); code != 0 {
 				sp.ErrorCode = code
 				failed = true
 				continue
@@ -209,22 +216,85 @@ func (b *Broker) produceTopic(c *conn, version int16, rt *kmsg.ProduceRequestTop
 
 // verifyTransactional checks a transactional batch against the producer's
 // ongoing transaction (Kafka's transaction verification of KIP-890 part
-// 1): the partition must have been added with AddPartitionsToTxn, by the
-// current epoch. Anything else is 0 (the partition validates the batch).
-func (b *Broker) verifyTransactional(req *kmsg.ProduceRequest, topicName string, rp *kmsg.ProduceRequestTopicPartition) int16 {
-	r := rp.Records
-	if req.TransactionID == nil || len(r) < batch.HeaderSize || r[batch.AttributesOffset+1]&batch.AttrTransactional == 0 {
-		return 0
-	}
-	h, err := batch.ParseHeader(r)
-	if err != nil {
+// 1): the partition must have been added with AddPartitionsToTxn (or by
+// joinTransaction), by the current epoch. joinErr is why joinTransaction
+// could not add the partitions missing from the transaction: it is the
+// answer for those. Anything else is 0 (the partition validates the
+// batch).
+func (b *Broker) verifyTransactional(req *kmsg.ProduceRequest, topicName string, rp *kmsg.ProduceRequestTopicPartition, joinErr error) int16 {
+	h, ok := transactionalHeader(req, rp)
+	if !ok {
 		return 0
 	}
 	coord, err := b.transactionCoordinator()
 	if err == nil {
 		err = coord.Verify(*req.TransactionID, h.ProducerID, h.ProducerEpoch, txn.TopicPartition{Topic: topicName, Partition: rp.Partition})
+		if joinErr != nil && errors.Is(err, kerr.TransactionAbortable) {
+			err = joinErr
+		}
 	}
 	return versionCode(kmsg.Produce, req.Version, err)
+}
+
+// transactionalHeader returns the header of a partition's transactional
+// batch in a request with a transactional id; false for anything else
+// (which the partition validates).
+func transactionalHeader(req *kmsg.ProduceRequest, rp *kmsg.ProduceRequestTopicPartition) (batch.Header, bool) {
+	r := rp.Records
+	if req.TransactionID == nil || len(r) < batch.HeaderSize || r[batch.AttributesOffset+1]&batch.AttrTransactional == 0 {
+		return batch.Header{}, false
+	}
+	h, err := batch.ParseHeader(r)
+	return h, err == nil
+}
+
+// joinTransaction adds to the producer's transaction the partitions of a
+// transactional Produce v12+ that are not in it yet, when transactions v2
+// is in effect (transaction.version 2), and waits until that is durable;
+// it returns the coordinator's error, or nil (also when there is nothing
+// to add). The partitions are those of the first batch's producer id and
+// epoch (Kafka's produce carries one producer); verifyTransactional then
+// checks every batch as for older versions. Partitions the request cannot
+// write (unknown, unauthorized, internal) are left out: their own error
+// answers them.
+func (b *Broker) joinTransaction(c *conn, req *kmsg.ProduceRequest) error {
+	if req.Version < 12 || req.TransactionID == nil || !b.txnV2() {
+		return nil
+	}
+	coord, err := b.transactionCoordinator()
+	if err != nil {
+		return err
+	}
+	var (
+		missing []txn.TopicPartition
+		pid     int64 = -1
+		epoch   int16
+	)
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		t, code := b.produceTopic(c, req.Version, rt)
+		if code != 0 {
+			continue
+		}
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			h, ok := transactionalHeader(req, rp)
+			if !ok || rp.Partition < 0 || rp.Partition >= t.Partitions || pid >= 0 && (h.ProducerID != pid || h.ProducerEpoch != epoch) {
+				continue
+			}
+			pid, epoch = h.ProducerID, h.ProducerEpoch
+			tp := txn.TopicPartition{Topic: t.Name, Partition: rp.Partition}
+			if errors.Is(coord.Verify(*req.TransactionID, pid, epoch, tp), kerr.TransactionAbortable) {
+				missing = append(missing, tp)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	ch := make(chan error, 1)
+	coord.AddPartitionsV2(*req.TransactionID, pid, epoch, missing, func(err error) { ch <- err })
+	return <-ch
 }
 
 // hasTransactionalBatch reports whether any partition's records start with

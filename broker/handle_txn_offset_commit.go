@@ -10,7 +10,10 @@ package broker
 //   - the group's __consumer_offsets partition must be in the producer's
 //     ongoing transaction (AddOffsetsToTxn): otherwise the coordinator's
 //     error (INVALID_TXN_STATE or TRANSACTION_ABORTABLE by version,
-//     INVALID_PRODUCER_EPOCH for a fenced producer...).
+//     INVALID_PRODUCER_EPOCH for a fenced producer...). v5+ while
+//     transaction.version is 2 (transactions v2, KIP-890 part 2): the
+//     request adds the partition to the transaction itself, durably
+//     before the offsets are written, as Kafka's does.
 //   - each partition must exist; metadata is bounded as for OffsetCommit.
 //
 // The offsets are written as a transactional batch of the producer and
@@ -19,22 +22,28 @@ package broker
 
 import (
 	"cmp"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/offsets"
+	"github.com/kbroker/kbroker/txn"
 )
 
 func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	resp.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
-	groupErr := b.validateTxnOffsetCommit(req)
+	// Authorized first: under transactions v2 the validation may add the
+	// group's partition to the transaction.
+	var groupErr error
 	switch {
 	case !b.allowed(c, opWrite, resTxnID, req.TransactionalID):
 		groupErr = kerr.TransactionalIDAuthorizationFailed
 	case !b.allowed(c, opRead, resGroup, req.Group):
 		groupErr = kerr.GroupAuthorizationFailed
+	default:
+		groupErr = b.validateTxnOffsetCommit(req)
 	}
 	var pc pendingCommits
 	for i := range req.Topics {
@@ -74,6 +83,14 @@ func (b *Broker) validateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) error
 	if err != nil {
 		return err
 	}
-	return forVersion(kmsg.TxnOffsetCommit, req.Version,
-		coord.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, b.groupPartition(req.Group)))
+	tp := b.groupPartition(req.Group)
+	err = coord.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp)
+	if errors.Is(err, kerr.TransactionAbortable) && req.Version >= 5 && b.txnV2() {
+		// Transactions v2: the commit adds the group's partition
+		// itself, in place of AddOffsetsToTxn.
+		ch := make(chan error, 1)
+		coord.AddPartitionsV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, func(err error) { ch <- err })
+		err = <-ch
+	}
+	return forVersion(kmsg.TxnOffsetCommit, req.Version, err)
 }

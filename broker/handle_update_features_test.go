@@ -49,13 +49,12 @@ func TestUpdateFeatures(t *testing.T) {
 	srv := rs.running
 	w := dialWire(t, srv)
 	fin, sup, epoch := finalized(t, w)
-	if fin[featureMetadataVersion] != metadataVersionLevel || fin[featureGroupVersion] != 1 || fin[featureShareVersion] != 1 || len(fin) != 3 || epoch != 0 {
+	if fin[featureMetadataVersion] != metadataVersionLevel || fin[featureGroupVersion] != 1 || fin[featureShareVersion] != 1 ||
+		fin[featureTxnVersion] != 2 || len(fin) != 4 || epoch != 0 {
 		t.Fatalf("initial finalized features %v epoch %d", fin, epoch)
 	}
-	if _, ok := sup["transaction.version"]; ok {
-		t.Fatal("transaction.version is advertised, but transactions v2 is not served")
-	}
-	if sup[featureGroupVersion] != [2]int16{0, 1} || sup[featureMetadataVersion] != [2]int16{metadataVersionMin, metadataVersionLevel} {
+	if sup[featureGroupVersion] != [2]int16{0, 1} || sup[featureMetadataVersion] != [2]int16{metadataVersionMin, metadataVersionLevel} ||
+		sup[featureTxnVersion] != [2]int16{0, 2} {
 		t.Fatalf("supported features %v", sup)
 	}
 
@@ -65,7 +64,8 @@ func TestUpdateFeatures(t *testing.T) {
 		u    kadm.FeatureUpdate
 		want string
 	}{
-		{kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 1}, "Local controller 0 does not support this feature."},
+		{kadm.FeatureUpdate{Feature: "no.such.version", MaxVersionLevel: 1, UpgradeType: 1}, "Local controller 0 does not support this feature."},
+		{kadm.FeatureUpdate{Feature: featureTxnVersion, MaxVersionLevel: 3, UpgradeType: 1}, "Local controller 0 only supports versions 0-2"},
 		{kadm.FeatureUpdate{Feature: featureGroupVersion, MaxVersionLevel: 2, UpgradeType: 1}, "Local controller 0 only supports versions 0-1"},
 		{kadm.FeatureUpdate{Feature: featureGroupVersion, MaxVersionLevel: 0, UpgradeType: 1}, "without setting the upgrade type"},
 		{kadm.FeatureUpdate{Feature: featureELRVersion, MaxVersionLevel: 1, UpgradeType: 2}, "Can't downgrade to a newer version."},

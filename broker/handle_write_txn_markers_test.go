@@ -2,6 +2,7 @@ package broker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -71,6 +72,40 @@ func TestWriteTxnMarkersAbortHanging(t *testing.T) {
 	// The coordinator still ends its transaction: its own marker finds
 	// nothing open and ends nothing, as in Kafka.
 	testenv.WantCode(t, "EndTxn abort after the admin's abort", x.end(3, false), nil)
+}
+
+// TestWriteTxnMarkersHigherEpochKeepsCoordinator: an admin's marker with a
+// coordinator epoch above the coordinator's own (0) must not fence the
+// coordinator's later markers for that producer: its next transaction
+// completes, with the admin's epoch.
+func TestWriteTxnMarkersHigherEpochKeepsCoordinator(t *testing.T) {
+	srv := newTestServer(t, nil)
+	createTopic(t, srv, "tx", 2)
+	w := dialWire(t, srv)
+	x := hangTxn(t, w, "admin-epoch")
+	got := writeMarkers(t, w, 1, marker(x.pid, x.epoch, 7, false, "tx", 0))
+	testenv.WantCode(t, "admin abort with coordinator epoch 7", got[x.pid]["tx"][0], nil)
+	testenv.WantCode(t, "EndTxn abort of the hung transaction", x.end(3, false), nil)
+	p := srv.Store().Partitions(partitionTopicID(t, srv, "tx"))[0]
+	testenv.Eventually(t, 10*time.Second, "the coordinator's abort", func() bool { return x.describeTxn().State == "CompleteAbort" })
+
+	// The next transaction: the coordinator's commit marker is written.
+	for _, c := range x.addPartition(3, "tx", 0) {
+		testenv.WantCode(t, "add partitions", c, nil)
+	}
+	testenv.WantCode(t, "produce", x.produceTxn(9, "tx", 0, x.epoch, 1), nil)
+	testenv.WantCode(t, "EndTxn commit", x.end(3, true), nil)
+	testenv.Eventually(t, 10*time.Second, "the coordinator's commit marker", func() bool {
+		return x.describeTxn().State == "CompleteCommit" && p.LastStableOffset() == p.HighWatermark()
+	})
+	for _, v := range p.Producers() {
+		if v.ProducerID == x.pid && v.CoordinatorEpoch != 7 {
+			t.Fatalf("coordinator epoch after the commit: %d, want 7 (the admin's, kept)", v.CoordinatorEpoch)
+		}
+	}
+	// A marker from an older coordinator epoch is still fenced.
+	got = writeMarkers(t, w, 1, marker(x.pid, x.epoch, 3, false, "tx", 0))
+	testenv.WantCode(t, "admin marker with an older coordinator epoch", got[x.pid]["tx"][0], kerr.TransactionCoordinatorFenced)
 }
 
 // writeMarkers sends one WriteTxnMarkers request and returns the codes by

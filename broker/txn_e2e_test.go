@@ -35,6 +35,15 @@ func TestTransactionsKgo(t *testing.T) {
 	produce(true, 10, "c1")
 	produce(false, 7, "a1")
 	produce(true, 5, "c2")
+	// kgo runs transactions v2 at transaction.version 2 (the default):
+	// each EndTxn bumped the epoch of InitProducerId (0).
+	described, err := newAdmin(t, srv).DescribeTransactions(ctx, "tx-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := described["tx-1"]; !ok || d.ProducerEpoch != 3 || d.State != "CompleteCommit" {
+		t.Fatalf("after three transactions: %+v, want CompleteCommit at epoch 3 (transactions v2)", described)
+	}
 
 	read := func(level kgo.IsolationLevel) map[string]bool {
 		t.Helper()

@@ -44,6 +44,7 @@ func (b *Broker) transactions(create bool) (*txn.Coordinator, error) {
 		NextProducerID: b.pids.Next,
 		WriteMarkers:   b.writeMarkers,
 		GroupPartition: b.groupPartition,
+		V2:             b.txnV2,
 	}, b.lg)
 	if err != nil {
 		return nil, err
@@ -74,11 +75,11 @@ func (b *Broker) groupPartition(groupID string) txn.TopicPartition {
 }
 
 // ownCoordinatorEpoch is the coordinator epoch in the markers of this
-// broker's transaction coordinator. Kafka's is the leader epoch of the
-// __transaction_state partition, which moves when leadership does; a single
-// node never changes leader, so it stays 0, which is also what Kafka's
-// kafka-transactions.sh sends when a producer has no marker yet.
-const ownCoordinatorEpoch int32 = 0
+// broker's transaction coordinator (partition.OwnCoordinatorEpoch): 0, as
+// Kafka's single node has (the leader epoch of its __transaction_state
+// partition never moves), or the higher epoch of an admin's marker for the
+// producer, which must not fence the coordinator.
+const ownCoordinatorEpoch = partition.OwnCoordinatorEpoch
 
 // writeMarkers writes the end-transaction markers of a producer into every
 // partition of its transaction and calls done once they are durable. A

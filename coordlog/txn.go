@@ -30,9 +30,10 @@ func (l *Log[R]) WriteTxn(part int, producerID int64, epoch int16, recs []R, don
 // WriteMarker appends the end-transaction marker of the producer to
 // partition part and, once durable, applies it (TxnState.ApplyMarker) in
 // log order; done as for Write. coordinatorEpoch is the epoch of the
-// transaction coordinator that decided the transaction (0 for this
-// broker's own; a WriteTxnMarkers request carries the sender's), which the
-// partition checks against the last marker's (TRANSACTION_COORDINATOR_FENCED).
+// transaction coordinator that decided the transaction
+// (partition.OwnCoordinatorEpoch for this broker's own; a WriteTxnMarkers
+// request carries the sender's), which the partition checks against the
+// last marker's (TRANSACTION_COORDINATOR_FENCED).
 func (l *Log[R]) WriteMarker(part int, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, done func(error)) {
 	if done == nil {
 		done = func(error) {}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -374,6 +375,111 @@ func diffSequences(run string) []diffSequence {
 				return r
 			}, versions: oneVersion},
 		}},
+		{name: "transactions v2", steps: txnV2Steps(run)},
+	}
+}
+
+// txnV2Steps is a transaction of transactions v2 (KIP-890 part 2,
+// transaction.version 2 on both brokers): Produce v12 joins the
+// transaction, TxnOffsetCommit v5 adds the group's partition, EndTxn v5
+// bumps the epoch (a retry gets the same answer, an abort with nothing
+// open bumps again), and the old epoch is fenced at the partition.
+func txnV2Steps(run string) []diffStep {
+	topic, id, group := "tv2-"+run, "tv2-"+run, "gv2-"+run
+	at := func(v int16) func(lo, hi int16) []int16 { return func(lo, hi int16) []int16 { return []int16{v} } }
+	newest := func(lo, hi int16) []int16 { return []int16{hi} }
+	endReq := func(commit bool, epochDelta int16) func(*diffSide, int16) kmsg.Request {
+		return func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrEndTxnRequest()
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = id, s.producerID, s.epoch+epochDelta, commit
+			return r
+		}
+	}
+	// The next epoch EndTxn v5 answered; Kafka may still be writing the
+	// previous transaction's markers (CONCURRENT_TRANSACTIONS): retried.
+	bumped := func(s *diffSide, resp kmsg.Response) {
+		if r := resp.(*kmsg.EndTxnResponse); r.ErrorCode == 0 && r.ProducerEpoch >= 0 {
+			s.epoch = r.ProducerEpoch
+		}
+	}
+	notConcurrent := func(resp kmsg.Response) bool {
+		return resp.(*kmsg.EndTxnResponse).ErrorCode != kerr.ConcurrentTransactions.Code
+	}
+	txnProduce := func(epochDelta int16, seq int32) func(*diffSide, int16) kmsg.Request {
+		build := produceReq(topic, 0, -1, func(s *diffSide) []byte {
+			return diffBatch(s.producerID, s.epoch+epochDelta, seq, true, "v2")
+		})
+		return func(s *diffSide, v int16) kmsg.Request {
+			r := build(s, v).(*kmsg.ProduceRequest)
+			r.TransactionID = &id
+			return r
+		}
+	}
+	describe := func(s *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrDescribeTransactionsRequest()
+		r.TransactionalIDs = []string{id}
+		return r
+	}
+	startTime := regexp.MustCompile(`StartTimestamp$`)
+	return []diffStep{
+		{name: "create", req: createTopicsReq(topic, 1, nil, false), versions: newest,
+			ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
+		awaitTopic(topic, 1),
+		awaitCoordinator(id, 1),
+		awaitTxnLoaded(id),
+		awaitCoordinator(group, 0),
+		awaitGroupLoaded(group),
+		{name: "init", req: initProducerIDReq(&id), after: rememberProducer, versions: newest,
+			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
+		// Kafka may take the new partition's leadership a moment after
+		// its metadata shows it (NOT_LEADER_OR_FOLLOWER meanwhile).
+		{name: "produce v11 outside the transaction", req: txnProduce(0, 0), versions: at(11),
+			until: func(resp kmsg.Response) bool {
+				return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code
+			}},
+		{name: "produce v12 joins the transaction", req: txnProduce(0, 0), versions: at(12)},
+		{name: "txn offset commit v5 without AddOffsetsToTxn", req: func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrTxnOffsetCommitRequest()
+			r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = id, group, s.producerID, s.epoch, -1
+			t := kmsg.NewTxnOffsetCommitRequestTopic()
+			t.Topic = topic
+			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch = 0, 1, -1
+			t.Partitions = append(t.Partitions, p)
+			r.Topics = append(r.Topics, t)
+			return r
+		}, versions: at(5)},
+		{name: "describe the open transaction", req: describe, versions: newest, ignore: startTime,
+			normalize: func(resp kmsg.Response) {
+				for _, st := range resp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+					slices.SortFunc(st.Topics, func(a, b kmsg.DescribeTransactionsResponseTransactionStateTopic) int {
+						return strings.Compare(a.Topic, b.Topic)
+					})
+					// The group's partition of __consumer_offsets: kbroker
+					// has 1 by default, Kafka 50 (README).
+					for i := range st.Topics {
+						if st.Topics[i].Topic == "__consumer_offsets" {
+							st.Topics[i].Partitions = []int32{-1}
+						}
+					}
+				}
+			}},
+		{name: "end txn v5 commit bumps the epoch", req: endReq(true, 0), after: bumped, versions: at(5)},
+		{name: "end txn v5 commit retried", req: endReq(true, -1), versions: at(5), until: notConcurrent},
+		{name: "zombie produce with the old epoch", req: txnProduce(-1, 1), versions: at(12)},
+		{name: "end txn v5 abort with nothing open", req: endReq(false, 0), after: bumped, versions: at(5), until: notConcurrent},
+		{name: "end txn v5 commit with nothing open", req: endReq(true, 0), versions: at(5), until: notConcurrent},
+		{name: "describe after the abort", req: describe, versions: newest, ignore: startTime,
+			until: func(resp kmsg.Response) bool {
+				return resp.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].State == "CompleteAbort"
+			}},
+		// A new producer fences an open transaction: the abort and the
+		// answer's epochs (CONCURRENT_TRANSACTIONS until the abort is
+		// complete).
+		{name: "produce v12, a transaction left open", req: txnProduce(0, 0), versions: at(12)},
+		{name: "init of a new producer fences it", req: initProducerIDReq(&id), after: rememberProducer, versions: newest,
+			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
+		{name: "describe after the fence", req: describe, versions: newest, ignore: startTime},
 	}
 }
 

@@ -111,17 +111,6 @@ func TestExternalMismatch(t *testing.T) {
 	}
 }
 
-// skipIfTxnV2 skips a test that asserts the producer epochs of
-// transactions v1 against an external broker: Kafka 4 runs transactions v2
-// (KIP-890 part 2), which bumps the epoch at every EndTxn; kbroker serves
-// v1 only (README, "What a client sees").
-func skipIfTxnV2(t testing.TB) {
-	t.Helper()
-	if addr := externalBootstrap(t); addr != "" {
-		t.Skipf("asserts transactions v1 producer epochs; an external Kafka 4 runs transactions v2 (KIP-890): %s=%s", bootstrapEnv, addr)
-	}
-}
-
 // awaitTopicReady waits until every partition of topic has a leader that
 // serves it (ListOffsets answers without error). kbroker creates a topic
 // before it answers CreateTopics; Kafka applies the creation to its

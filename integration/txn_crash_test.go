@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -58,6 +59,11 @@ type crashTxnLog struct {
 	mu   sync.Mutex
 	txns []*crashTxn
 	by   map[string]*crashTxn // by name
+	// ended is, by transactional id, the producer id and epoch the
+	// client had after its last acknowledged EndTxn: under transactions
+	// v2 that EndTxn bumped the epoch durably (sync flush), so after a
+	// restart the coordinator has that epoch or a later one.
+	ended map[string][2]int64
 }
 
 func (l *crashTxnLog) add(tx *crashTxn) {
@@ -106,7 +112,10 @@ const txnCrashTimeout = 3 * time.Second
 // transaction whose commit was in flight at the kill whole or not at all
 // (and the same in later rounds); each value once, in each producer's
 // order per partition. A read_uncommitted consumer reads every
-// acknowledged record exactly once.
+// acknowledged record exactly once. The producers run transactions v2
+// (kbroker's default transaction.version 2): each transactional id's
+// epoch after the restart is at least the one its last acknowledged
+// EndTxn answered.
 func TestTxnCrashKill9(t *testing.T) {
 	t.Parallel()
 	kills := testenv.Count(t, "KBROKER_TXN_KILLS", 3)
@@ -192,7 +201,7 @@ func txnCrashRound(t *testing.T, b *binaryBroker, topic string, ids []string, ro
 		}
 		clients[k] = cl
 		t.Cleanup(cl.Close) // closed below unless the test fails first
-		p := txnCrashProducer{cl: cl, round: round, k: k, log: log, mlog: mlog, firstCommit: firstCommit[k]}
+		p := txnCrashProducer{cl: cl, id: id, round: round, k: k, log: log, mlog: mlog, firstCommit: firstCommit[k]}
 		if k == 0 && point != killAnytime {
 			p.point, p.trigger, p.reached, p.hook = point, trigger, reached, hook
 		}
@@ -261,6 +270,7 @@ func txnCrashRound(t *testing.T, b *binaryBroker, topic string, ids []string, ro
 // txnCrashProducer is one producer of a round of TestTxnCrashKill9.
 type txnCrashProducer struct {
 	cl          *kgo.Client
+	id          string // transactional id
 	round, k    int
 	log         *crashTxnLog
 	mlog        *memberLog
@@ -339,6 +349,14 @@ func (p *txnCrashProducer) run(ctx context.Context) {
 			p.mlog.Printf("test: %s: EndTransaction (commit %v): %v", tx.name, commit, err)
 			return
 		}
+		if pid, epoch, err := p.cl.ProducerID(ctx); err == nil {
+			p.log.mu.Lock()
+			if p.log.ended == nil {
+				p.log.ended = map[string][2]int64{}
+			}
+			p.log.ended[p.id] = [2]int64{pid, int64(epoch)}
+			p.log.mu.Unlock()
+		}
 		if commit {
 			p.log.mu.Lock()
 			tx.outcome = crashTxnCommitted
@@ -396,9 +414,11 @@ func txnCrashVerify(t *testing.T, addr, topic string, ids []string, round int, l
 	t.Helper()
 	adm := newAdmin(t, addr)
 	states := map[string]string{}
+	described := map[string]kadm.DescribedTransaction{}
 	awaitTxn(t, fmt.Sprintf("round %d: the transactions to be complete after the restart", round), func() bool {
 		for _, id := range ids {
-			states[id] = describeTxn(t, adm, id).State
+			described[id] = describeTxn(t, adm, id)
+			states[id] = described[id].State
 		}
 		for _, st := range states {
 			if st != "CompleteCommit" && st != "CompleteAbort" && st != "Empty" {
@@ -407,6 +427,18 @@ func txnCrashVerify(t *testing.T, addr, topic string, ids []string, round int, l
 		}
 		return true
 	}, func() string { return fmt.Sprint(states) })
+	log.mu.Lock()
+	for _, id := range ids {
+		// Transactions v2: the epoch of an acknowledged EndTxn survives
+		// the kill (it is in the durable Prepare record).
+		if e, ok := log.ended[id]; ok {
+			d := described[id]
+			if d.ProducerID == e[0] && int64(d.ProducerEpoch) < e[1] {
+				t.Errorf("round %d: %s has producer %d epoch %d after the restart, below the epoch %d its last acknowledged EndTxn gave", round, id, d.ProducerID, d.ProducerEpoch, e[1])
+			}
+		}
+	}
+	log.mu.Unlock()
 	ends := txnAwaitStable(t, adm, topic)
 
 	log.mu.Lock()

@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/testenv"
 )
@@ -376,4 +377,27 @@ func txnContainsAny(vals map[int32][]string, prefixes ...string) (string, bool) 
 		}
 	}
 	return "", false
+}
+
+// txnV2 reports whether the broker at addr runs transactions v2 (KIP-890
+// part 2): ApiVersions finalizes transaction.version at 2 or more, as
+// kbroker and Kafka 4 do by default. Kafka 4 clients then bump the epoch
+// with every EndTxn.
+func txnV2(t *testing.T, addr string) bool {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatalf("ApiVersions: %v", err)
+	}
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "transaction.version" {
+			return f.MaxVersionLevel >= 2
+		}
+	}
+	return false
 }

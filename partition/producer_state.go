@@ -464,6 +464,16 @@ func (s *ProducerStates) CheckMarker(m Marker) error {
 	return nil
 }
 
+// ownCoordinatorEpoch is the coordinator epoch of a marker of this broker's
+// own coordinator for producerID (see OwnCoordinatorEpoch): the epoch of
+// its last marker, 0 before any.
+func (s *ProducerStates) ownCoordinatorEpoch(producerID int64) int32 {
+	if e := s.producers[producerID]; e != nil {
+		return max(0, e.coordinatorEpoch)
+	}
+	return 0
+}
+
 // ApplyMarker records a marker written at offset, after CheckMarker said ok
 // (recovery calls it without the check, as Kafka replays with replication
 // semantics). If the producer had an open transaction it is closed and

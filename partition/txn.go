@@ -29,6 +29,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -145,6 +146,17 @@ func (p *Partition) syncOpenLocked(done *CompletedTxn) {
 	}
 }
 
+// OwnCoordinatorEpoch, as the coordinator epoch of AppendMarker, stands for
+// this broker's own transaction coordinator. Kafka's coordinator epoch is
+// the leader epoch of the coordinator's __transaction_state partition, so
+// that a coordinator that lost the partition cannot write markers after
+// its successor; one node has one coordinator, which nothing can succeed,
+// so its markers carry 0, or the epoch of the producer's last marker when
+// an admin wrote one with a higher epoch (WriteTxnMarkers, e.g. Kafka's
+// kafka-transactions.sh abort) — which must not fence the coordinator's
+// later markers for that producer.
+const OwnCoordinatorEpoch int32 = math.MinInt32
+
 // AppendMarker writes an end-transaction marker for producerID (Kafka's
 // WriteTxnMarkers on the partition leader, appended with the coordinator's
 // origin): a control batch with the producer's id and epoch whose record
@@ -160,17 +172,21 @@ func (p *Partition) syncOpenLocked(done *CompletedTxn) {
 // INVALID_PRODUCER_EPOCH for an epoch below the producer's,
 // TRANSACTION_COORDINATOR_FENCED for a coordinator epoch below the last
 // marker's, and the storage errors of Append; nothing is written then.
+// coordinatorEpoch OwnCoordinatorEpoch writes the marker of this broker's
+// own transaction coordinator.
 func (p *Partition) AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch int32, nowMs int64) (AppendResult, error) {
-	m := Marker{ProducerID: producerID, ProducerEpoch: epoch, CoordinatorEpoch: coordinatorEpoch, Commit: commit, Timestamp: nowMs}
-	var buf [batch.HeaderSize + 32]byte
-	b := batch.AppendEndTxnMarker(buf[:0], nowMs, producerID, epoch, batch.EndTxnMarker{Commit: commit, CoordinatorEpoch: coordinatorEpoch})
 	cfg := p.cfg.Load()
-
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.writableLocked("append marker"); err != nil {
 		return AppendResult{}, err
 	}
+	if coordinatorEpoch == OwnCoordinatorEpoch {
+		coordinatorEpoch = p.mu.producers.ownCoordinatorEpoch(producerID)
+	}
+	m := Marker{ProducerID: producerID, ProducerEpoch: epoch, CoordinatorEpoch: coordinatorEpoch, Commit: commit, Timestamp: nowMs}
+	var buf [batch.HeaderSize + 32]byte
+	b := batch.AppendEndTxnMarker(buf[:0], nowMs, producerID, epoch, batch.EndTxnMarker{Commit: commit, CoordinatorEpoch: coordinatorEpoch})
 	if err := p.mu.producers.CheckMarker(m); err != nil {
 		return AppendResult{}, fmt.Errorf("partition: append marker %s-%d: %w", p.topic, p.index, err)
 	}

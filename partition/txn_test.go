@@ -194,6 +194,19 @@ func TestMarkerFencing(t *testing.T) {
 	if _, err := p.Append(txnTB(7, 3, 1, 1).encode(), 9, 0); !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("old epoch after a bumping marker: %v", err)
 	}
+	// The broker's own coordinator is never fenced: its marker takes the
+	// producer's last coordinator epoch (4 here), or 0 before any.
+	if _, err := p.AppendMarker(7, 4, true, OwnCoordinatorEpoch, 1); err != nil {
+		t.Fatalf("own coordinator's marker after an epoch-4 marker: %v", err)
+	}
+	if _, err := p.AppendMarker(8, 0, true, OwnCoordinatorEpoch, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range p.Producers() {
+		if want := map[int64]int32{7: 4, 8: 0}[v.ProducerID]; v.CoordinatorEpoch != want {
+			t.Errorf("producer %d: coordinator epoch %d, want %d", v.ProducerID, v.CoordinatorEpoch, want)
+		}
+	}
 }
 
 // TestTransactionSyncModeMarkerVisibility: in sync mode a marker that is

@@ -120,7 +120,17 @@ type Deps struct {
 	// GroupPartition is the __consumer_offsets partition of a group
 	// (AddOffsetsToTxn adds it to the transaction).
 	GroupPartition func(group string) TopicPartition
+	// V2 reports whether the finalized transaction.version is 2 or more
+	// (transactions v2, KIP-890 part 2). The coordinator's own aborts
+	// (a transaction timeout, the fence of InitProducerId) then rotate
+	// the producer id when the fence exhausts the epochs, as Kafka's do
+	// (they follow the broker's level, not the client's). Nil is never.
+	// Called with Coordinator.mu held: it must only read.
+	V2 func() bool
 }
+
+// v2 reports whether the broker runs transactions v2 (Deps.V2).
+func (c *Coordinator) v2() bool { return c.deps.V2 != nil && c.deps.V2() }
 
 // MarkerError is an error of Deps.WriteMarkers that names the partitions
 // whose markers are still to be written; only they are retried.

@@ -10,8 +10,30 @@
 // The rules are Apache Kafka 4's (TransactionCoordinator,
 // TransactionStateManager and TransactionMetadata in
 // core/.../coordinator/transaction and the transaction-coordinator
-// module), with transactions v1 semantics; comments name the Kafka method
-// each piece follows.
+// module), with the semantics of transactions v1 and of transactions v2
+// (KIP-890 part 2); comments name the Kafka method each piece follows.
+//
+// # Transactions v2
+//
+// A request says which it runs (the broker decides from the request
+// version and the finalized transaction.version). End with V2 bumps the
+// epoch with every commit or abort: the Prepare record carries epoch + 1
+// (and the epoch before as last epoch), the markers are written with it,
+// so that the old epoch is fenced at every partition of the transaction,
+// and the answer is the producer id and epoch to go on with. When the
+// epoch before the bump is exhausted (32766), a fresh producer id is
+// allocated with the Prepare record (NextProducerId): the answer is it
+// with epoch 0, the markers still carry the old id and epoch 32767, and
+// the Complete record moves to the new id. A retry (the epoch before the
+// bump, or 32766 of the previous id after a rotation) is answered with
+// the current id and epoch; an abort with no transaction open (Empty or
+// Complete*) is allowed and bumps too. AddPartitionsV2 is the implicit
+// add of Produce v12+ and TxnOffsetCommit v5+. The coordinator's own
+// aborts (timeouts, the fence of InitProducerId) bump the epoch once, as
+// in v1 (and as Kafka 4.4 does), and under the broker's level 2 (Deps.V2)
+// rotate the producer id when that exhausts the epochs. Records carry
+// ClientTransactionVersion (0 or 2) and NextProducerId, so a restart
+// completes a rotation.
 //
 // # States
 //
@@ -147,15 +169,18 @@
 //     coordinator epoch, no loading state, no TransactionMarkerChannel
 //     (Deps.WriteMarkers writes the markers locally); markers are retried
 //     as one call per transaction (or per MarkerError.Remaining).
-//   - Transactions v2 (KIP-890 part 2: an epoch bump with every EndTxn,
-//     partitions added implicitly by Produce, NextProducerId) and
-//     two-phase commit (KIP-939) are not implemented: the broker must not
-//     advertise the transaction.version feature at 2, nor EndTxn v5+, so
-//     that clients use AddPartitionsToTxn and EndTxn v1-v4.
+//   - Two-phase commit (KIP-939: InitProducerId v6, NextProducerEpoch)
+//     is not implemented.
 //   - Values are always written at v1 (Kafka writes v0 until
 //     transaction.version ≥ 1) for their PreviousProducerId, which
 //     recognises a retried InitProducerId after a producer id rotation
-//     across a restart; ClientTransactionVersion is 0.
+//     across a restart.
+//   - A v2 fence whose bumped epoch is exhausted allocates the next
+//     producer id like a v2 EndTxn, as recent Kafka does (its
+//     TransactionCoordinatorTest
+//     shouldRotateProducerIdWhenInitPidFencesOngoingTxnAtEpochOverflowBoundaryTV2);
+//     Kafka 4.0 left the epoch at 32767 for the next InitProducerId to
+//     rotate.
 //   - The fence and its PrepareAbort are prepared in one step under one
 //     lock; in Kafka a client EndTxn can slip between the two.
 //   - InitProducerId with an exhausted epoch (32766+) and an expected

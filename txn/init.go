@@ -118,7 +118,8 @@ func (c *Coordinator) InitProducerID(req InitRequest, done func(InitResult)) {
 		answerErr(step.err)
 	case step.fence:
 		// Abort first; the client retries until the abort is complete.
-		c.write(c.partitionOf(id), []rec{step.rec}, c.afterPrepare(step.rec, true, func(err error) {
+		c.write(c.partitionOf(id), []rec{step.rec}, c.afterPrepare(step.rec, true, func(res EndResult) {
+			err := res.Err
 			if err == nil {
 				err = codeError(kerr.ConcurrentTransactions, id, "aborting the open transaction")
 			}
@@ -171,7 +172,11 @@ func (c *Coordinator) prepareInitLocked(t *txnMeta, req InitRequest, fresh *int6
 		// The bumped epoch is never returned: the client gets
 		// CONCURRENT_TRANSACTIONS and retries, which bumps again (and
 		// rotates the producer id if this bump exhausted the epochs).
-		return initStep{fence: true, rec: c.fenceLocked(t, nowMs)}
+		r, need := c.fenceLocked(t, fresh, nowMs)
+		if need {
+			return initStep{needID: true}
+		}
+		return initStep{fence: true, rec: r}
 	case Empty, CompleteCommit, CompleteAbort:
 	default:
 		return initStep{err: codeError(kerr.UnknownServerError, id, "unexpected state %s", t.state)}

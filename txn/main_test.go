@@ -112,6 +112,8 @@ type env struct {
 	pidErr atomic.Pointer[error]
 	// pidGate, when set, is waited on by NextProducerID.
 	pidGate chan struct{}
+	// v2 is Deps.V2: the broker's transaction.version is 2.
+	v2 atomic.Bool
 }
 
 // txnTopicConfig is the topic's configuration as the broker creates it:
@@ -164,6 +166,7 @@ func (e *env) deps() Deps {
 		GroupPartition: func(group string) TopicPartition {
 			return TopicPartition{"__consumer_offsets", int32(len(group) % 50)}
 		},
+		V2: e.v2.Load,
 	}
 }
 

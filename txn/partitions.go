@@ -30,6 +30,20 @@ import (
 //
 // done runs once, before AddPartitions returns or on another goroutine.
 func (c *Coordinator) AddPartitions(txnID string, pid int64, epoch int16, tps []TopicPartition, done func(error)) {
+	c.addPartitions(txnID, pid, epoch, tps, false, done)
+}
+
+// AddPartitionsV2 is AddPartitions for transactions v2 (KIP-890 part 2):
+// a transactional Produce v12+ adds its partition, and TxnOffsetCommit
+// v5+ its group's offsets partition, implicitly, before they write
+// (Kafka's AddPartitionsToTxnManager with the addPartition operation).
+// The transaction records that it runs under transactions v2. It answers
+// as AddPartitions does.
+func (c *Coordinator) AddPartitionsV2(txnID string, pid int64, epoch int16, tps []TopicPartition, done func(error)) {
+	c.addPartitions(txnID, pid, epoch, tps, true, done)
+}
+
+func (c *Coordinator) addPartitions(txnID string, pid int64, epoch int16, tps []TopicPartition, v2 bool, done func(error)) {
 	answer, ok := c.accept(txnID, done)
 	if !ok {
 		return
@@ -60,6 +74,7 @@ func (c *Coordinator) AddPartitions(txnID string, pid int64, epoch int16, tps []
 		// prepareAddPartitions: the union, and a start time if the
 		// transaction starts now.
 		r = t.transit(Ongoing, now)
+		r.v2 = v2
 		if t.state != Ongoing {
 			r.startMs = now
 		}

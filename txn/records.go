@@ -12,13 +12,18 @@ import (
 // TransactionLogValue). The value is written at version 1 (flexible, what
 // Kafka writes once transaction.version ≥ 1) because its tagged field
 // PreviousProducerId is what lets a retried InitProducerId recognise a
-// producer id rotation after a restart; ClientTransactionVersion is 0
-// (transactions v1 semantics, see the package comment). Both value
-// versions are read.
+// producer id rotation after a restart; NextProducerId and
+// ClientTransactionVersion (0, or 2 for a transition of transactions v2)
+// carry what a transactions v2 completion needs across a restart. Both
+// value versions are read.
 const (
 	keyVersion   = 0
 	valueVersion = 1
 )
+
+// transactionVersion2 is the transaction.version level of transactions v2
+// (KIP-890 part 2), as stored in ClientTransactionVersion.
+const transactionVersion2 = 2
 
 // rec is one record of __transaction_state: a transactional id's whole
 // state after a transition (Kafka's TxnTransitMetadata), or its tombstone.
@@ -30,7 +35,12 @@ type rec struct {
 
 	producerID     int64
 	prevProducerID int64
-	epoch          int16
+	// nextProducerID is NextProducerId: the producer id a transactions
+	// v2 completion moves to (-1: none).
+	nextProducerID int64
+	// v2 is ClientTransactionVersion ≥ 2.
+	v2    bool
+	epoch int16
 	// lastEpoch is not stored (Kafka has no field for it): a decoded
 	// record has -1.
 	lastEpoch  int16
@@ -60,6 +70,10 @@ func (r *rec) appendValue(dst []byte) []byte {
 	v.LastUpdateTimestamp = r.updateMs
 	v.StartTimestamp = r.startMs
 	v.PreviousProducerID = r.prevProducerID
+	v.NextProducerID = r.nextProducerID
+	if r.v2 {
+		v.ClientTransactionVersion = transactionVersion2
+	}
 	if r.state != Empty {
 		v.Topics = []kmsg.TxnMetadataValueTopic{}
 		for _, tp := range r.partitions {
@@ -96,7 +110,8 @@ func decodeRec(key, value []byte) (r rec, ok bool, err error) {
 		r.tombstone = true
 		return r, true, nil
 	}
-	var v kmsg.TxnMetadataValue
+	// Tagged fields absent from the bytes keep Kafka's defaults (-1).
+	v := kmsg.NewTxnMetadataValue()
 	if err := v.ReadFrom(value); err != nil {
 		return rec{}, false, fmt.Errorf("%w: value of %q: %w", errRecord, k.TransactionalID, err)
 	}
@@ -110,7 +125,8 @@ func decodeRec(key, value []byte) (r rec, ok bool, err error) {
 	case s < Empty || s > CompleteAbort:
 		return rec{}, false, fmt.Errorf("%w: value of %q has state %d", errRecord, k.TransactionalID, v.State)
 	}
-	r.producerID, r.prevProducerID = v.ProducerID, v.PreviousProducerID
+	r.producerID, r.prevProducerID, r.nextProducerID = v.ProducerID, v.PreviousProducerID, v.NextProducerID
+	r.v2 = v.ClientTransactionVersion >= transactionVersion2
 	r.epoch, r.lastEpoch = v.ProducerEpoch, noProducerEpoch
 	r.timeoutMs, r.state = v.TimeoutMillis, State(v.State)
 	r.startMs, r.updateMs = v.StartTimestamp, v.LastUpdateTimestamp

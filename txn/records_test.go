@@ -68,7 +68,7 @@ func TestDecodeKafkaRecords(t *testing.T) {
 	v0.Topics = []kmsg.TxnMetadataValueTopic{{Topic: "b", Partitions: []int32{2, 1}}, {Topic: "a", Partitions: []int32{0}}}
 	v0.LastUpdateTimestamp, v0.StartTimestamp = 20, 10
 	r, ok, err := decodeRec(key, v0.AppendTo(nil))
-	want := rec{id: "k", producerID: 11, prevProducerID: -1, epoch: 4, lastEpoch: -1, timeoutMs: 5000, state: Ongoing,
+	want := rec{id: "k", producerID: 11, prevProducerID: -1, nextProducerID: -1, epoch: 4, lastEpoch: -1, timeoutMs: 5000, state: Ongoing,
 		partitions: []TopicPartition{{"a", 0}, {"b", 1}, {"b", 2}}, startMs: 10, updateMs: 20}
 	if err != nil || !ok || !reflect.DeepEqual(r, want) {
 		t.Fatalf("v0: %+v %t %v", r, ok, err)

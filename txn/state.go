@@ -108,7 +108,15 @@ type txnMeta struct {
 	// tells a retried InitProducerId after a producer id rotation from a
 	// fenced producer (KIP-360).
 	prevProducerID int64
+	// nextProducerID is the producer id that a transactions v2
+	// transaction moves to once complete, because its epoch bump
+	// exhausted the epochs (Kafka's nextProducerId); -1 otherwise.
+	nextProducerID int64
 	epoch          int16
+	// v2 is whether the last transition was made under transactions v2
+	// (Kafka's clientTransactionVersion ≥ 2): then the completion of a
+	// PrepareCommit or PrepareAbort moves to nextProducerID.
+	v2 bool
 	// lastEpoch is the epoch before the last bump that a client asked
 	// for (KIP-360), so that a retry of that InitProducerId gets the same
 	// answer; -1 after a fence, and after a restart (Kafka does not store
@@ -137,7 +145,7 @@ type txnMeta struct {
 
 func newMeta(id string, producerID int64, timeoutMs int32, nowMs int64) *txnMeta {
 	return &txnMeta{
-		id: id, producerID: producerID, prevProducerID: noProducerID,
+		id: id, producerID: producerID, prevProducerID: noProducerID, nextProducerID: noProducerID,
 		epoch: noProducerEpoch, lastEpoch: noProducerEpoch,
 		timeoutMs: timeoutMs, state: Empty, startMs: -1, updateMs: nowMs,
 		pending: noState,
@@ -155,8 +163,8 @@ func (t *txnMeta) sortedPartitions() []TopicPartition {
 // what else the transition changes, then sets t.pending.
 func (t *txnMeta) transit(to State, nowMs int64) rec {
 	return rec{
-		id: t.id, producerID: t.producerID, prevProducerID: t.producerID,
-		epoch: t.epoch, lastEpoch: t.lastEpoch, timeoutMs: t.timeoutMs,
+		id: t.id, producerID: t.producerID, prevProducerID: t.producerID, nextProducerID: t.nextProducerID,
+		v2: t.v2, epoch: t.epoch, lastEpoch: t.lastEpoch, timeoutMs: t.timeoutMs,
 		state: to, partitions: t.sortedPartitions(), startMs: t.startMs, updateMs: nowMs,
 	}
 }
@@ -171,7 +179,8 @@ func (t *txnMeta) record() rec {
 // apply makes t what r says (Kafka's completeTransitionTo, and loading a
 // record at start-up).
 func (t *txnMeta) apply(r *rec) {
-	t.producerID, t.prevProducerID = r.producerID, r.prevProducerID
+	t.producerID, t.prevProducerID, t.nextProducerID = r.producerID, r.prevProducerID, r.nextProducerID
+	t.v2 = r.v2
 	t.epoch, t.lastEpoch = r.epoch, r.lastEpoch
 	t.timeoutMs, t.state = r.timeoutMs, r.state
 	t.startMs, t.updateMs = r.startMs, r.updateMs
