@@ -23,6 +23,8 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.junit.jupiter.api.BeforeAll;
@@ -32,8 +34,9 @@ import org.junit.jupiter.api.Test;
  * The test controls driven over HTTP as a JUnit test of an application
  * would drive them (docs/TESTING-CONTROLS.md), against a simulated cluster
  * of three nodes: an injected NOT_LEADER_OR_FOLLOWER the producer retries,
- * a partition leader moved under a consumer, a broker restart under a
- * consumer group.
+ * a partition leader moved under a consumer, a transaction coordinator
+ * moved in the middle of a transaction, a broker restart under a consumer
+ * group.
  */
 class ControlsTest {
     private static ClusterBroker cluster;
@@ -62,6 +65,13 @@ class ControlsTest {
         List<String> out = new ArrayList<>();
         recs.forEach(r -> out.add(r.value()));
         return out;
+    }
+
+    /** EndTxnNotCoordinator is how many EndTxn answers were NOT_COORDINATOR, from the admin listener's metrics. */
+    private static double endTxnNotCoordinator() throws Exception {
+        Matcher m = Pattern.compile("(?m)^kafka_network_requestmetrics_errors_total\\{(?=[^}]*error=\"NOT_COORDINATOR\")(?=[^}]*request=\"EndTxn\")[^}]*\\} (\\S+)$")
+            .matcher(cluster.call("GET", "/metrics", null));
+        return m.find() ? Double.parseDouble(m.group(1)) : 0;
     }
 
     private static int intField(String json, String field) {
@@ -126,6 +136,44 @@ class ControlsTest {
         }
     }
 
+    /**
+     * A transaction whose coordinator moves to another node between its
+     * sends and its commit: the producer's EndTxn meets NOT_COORDINATOR,
+     * it finds the new coordinator and commits there, and a read_committed
+     * consumer sees the records once.
+     */
+    @Test
+    void transactionSurvivesCoordinatorMove() throws Exception {
+        String topic = createTopic("controls-txn-move");
+        String txid = TestBroker.topic("controls-txn-move");
+        Properties pp = cluster.producerProps();
+        pp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txid);
+        pp.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "10000");
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(pp)) {
+            p.initTransactions();
+            String before = cluster.call("GET", "/coordinators?type=transaction&key=" + txid, null);
+            p.beginTransaction();
+            for (String v : Clients.values("txn", 5)) {
+                p.send(new ProducerRecord<>(topic, 0, null, v));
+            }
+            p.flush();
+            double refusedBefore = endTxnNotCoordinator();
+            String moved = cluster.call("POST", "/coordinators", "{\"type\":\"transaction\",\"key\":\"" + txid + "\"}");
+            assertTrue(intField(moved, "node") != intField(before, "node"), before + " then " + moved);
+            p.commitTransaction();
+            assertTrue(endTxnNotCoordinator() > refusedBefore, "the commit went to the old coordinator first");
+        }
+        Properties cp = cluster.consumerProps(null);
+        cp.put("isolation.level", "read_committed");
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            assertEquals(Clients.values("txn", 5), valuesOf(Clients.poll(c, 5)));
+            assertEquals(0, c.poll(Duration.ofMillis(300)).count(), "each record once");
+        }
+    }
+
     @Test
     void groupSurvivesRestart() throws Exception {
         String topic = createTopic("controls-restart");
@@ -141,11 +189,11 @@ class ControlsTest {
             String took = cluster.call("POST", "/restart", null);
             assertTrue(took.contains("took_ms"), took);
 
-            // kbroker does not keep classic group membership over a
-            // restart (README): the member finds itself unknown, rejoins
-            // and resumes from its commit. A commit racing the rejoin fails
-            // as it would on Kafka after a rebalance; the consumer polls on
-            // and commits again, as an application does.
+            // The group's membership survives the restart, but the
+            // consumer sees its connections drop and may rejoin anyway; a
+            // commit racing such a rejoin fails as it would on Kafka after
+            // a rebalance, and the consumer polls on and commits again, as
+            // an application does.
             Clients.produce(p, topic, 0, Clients.values("second", 10));
             Set<String> seen = new LinkedHashSet<>(valuesOf(got));
             long deadline = System.nanoTime() + Clients.WAIT.toNanos();
