@@ -243,6 +243,12 @@ func (b *binaryBroker) start(t *testing.T) {
 	b.cmd = exec.Command(b.path, args...)
 	b.cmd.Stdout = lines
 	b.cmd.Stderr = b.logs
+	// GOTRACEBACK=crash: the SIGQUIT of a hung stop then makes every
+	// thread print the goroutine it is running, so a goroutine that
+	// computes without end shows its stack instead of "running on other
+	// thread; stack unavailable". (The runtime then aborts; a core dump
+	// follows only where ulimit -c allows it.)
+	b.cmd.Env = append(os.Environ(), "GOTRACEBACK=crash")
 	dieWithParent(b.cmd)
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -296,8 +302,9 @@ func (b *binaryBroker) stop(t *testing.T) {
 		checkCleanStop(t, b.dir)
 	case <-timer.C:
 		// SIGQUIT first: the Go runtime then writes every goroutine's
-		// stack to stderr, which lands in the log printed on failure and
-		// shows what the stop was waiting for.
+		// stack to stderr (running ones too: GOTRACEBACK=crash, see
+		// start), which lands in the log printed on failure and shows
+		// what the stop was waiting for.
 		t.Errorf("kbroker still running %v after SIGTERM: sending SIGQUIT for a goroutine dump, then SIGKILL", stopTimeout)
 		b.cmd.Process.Signal(syscall.SIGQUIT)
 		select {
