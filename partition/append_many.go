@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	klog "github.com/kbroker/kbroker/log"
+	"github.com/kbroker/kbroker/partition/batch"
 )
 
 // Produce is one partition's batch in a Batch: the caller sets P and
@@ -43,6 +44,28 @@ type Batch struct {
 	pending []klog.Pending
 }
 
+// decompressBudgetRatio is how many times its own size the batches of one
+// Produce request may expand to, together, when they are decompressed.
+// Real data rarely compresses past 10:1 (kgo, librdkafka and the Java
+// client compress batches of at most a few MiB); a decompression bomb
+// reaches 1000:1 with gzip and far more with zstd.
+const decompressBudgetRatio = 64
+
+// requestDecompressBudget is what the batches of one Produce request may
+// decompress together: decompressBudgetRatio times their compressed size,
+// and at least batch.DefaultMaxDecompressedBytes, the bound of one batch
+// (which a topic's larger max.message.bytes may raise; the budget then
+// bounds that batch when it comes with little else). It bounds the work
+// one request can cost: many bombs in one request, each within the
+// per-batch bound, would otherwise cost one bound each.
+func requestDecompressBudget(items []Produce) int64 {
+	n := int64(0)
+	for i := range items {
+		n += int64(len(items[i].Records))
+	}
+	return max(n*decompressBudgetRatio, batch.DefaultMaxDecompressedBytes)
+}
+
 // Reset empties the batch for the next request, keeping its buffers.
 func (bt *Batch) Reset() {
 	clear(bt.Items) // no records or partitions kept alive
@@ -61,10 +84,11 @@ func (bt *Batch) Add(p *Partition, records []byte) {
 // together.
 func (bt *Batch) AppendMany(s *Store, produceVersion int16, nowMs int64) {
 	bt.order = bt.order[:0]
+	budget := requestDecompressBudget(bt.Items)
 	for i := range bt.Items {
 		it := &bt.Items[i]
 		it.entry = -1
-		if it.prep, it.Err = it.P.prepare(it.Records, produceVersion, nowMs); it.Err == nil {
+		if it.prep, it.Err = it.P.prepare(it.Records, produceVersion, nowMs, &budget); it.Err == nil {
 			bt.order = append(bt.order, i)
 		}
 	}

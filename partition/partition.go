@@ -288,7 +288,7 @@ type AppendResult struct {
 // (Kafka 2.7+ answers that, not PRODUCER_FENCED, so that a transactional
 // client can abort and go on).
 func (p *Partition) Append(records []byte, produceVersion int16, nowMs int64) (AppendResult, error) {
-	pr, err := p.prepare(records, produceVersion, nowMs)
+	pr, err := p.prepare(records, produceVersion, nowMs, nil)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -312,13 +312,14 @@ type prepared struct {
 // prepare does what Append does before the partition lock: it validates
 // records against the topic's configuration and fixes the header's max
 // timestamp as Kafka's LogValidator does.
-func (p *Partition) prepare(records []byte, produceVersion int16, nowMs int64) (prepared, error) {
+func (p *Partition) prepare(records []byte, produceVersion int16, nowMs int64, budget *int64) (prepared, error) {
 	cfg := p.cfg.Load()
 	opts := batch.ValidateOptions{
-		MaxMessageBytes: cfg.MaxMessageBytes,
-		ProduceVersion:  produceVersion,
-		FullValidation:  p.store.cfg.FullValidation,
-		RequireKeys:     cfg.Compact,
+		MaxMessageBytes:  cfg.MaxMessageBytes,
+		ProduceVersion:   produceVersion,
+		FullValidation:   p.store.cfg.FullValidation,
+		RequireKeys:      cfg.Compact,
+		DecompressBudget: budget,
 	}
 	if !cfg.LogAppendTime && (cfg.TimestampBeforeMaxMs < 1<<62 || cfg.TimestampAfterMaxMs < 1<<62) {
 		opts.CheckTimestamps = true

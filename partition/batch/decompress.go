@@ -78,6 +78,10 @@ type decompressor struct {
 	zsMax uint64 // WithDecoderMaxMemory last applied to zs
 	// big is set while d holds a slot of bigDecompressions.
 	big bool
+	// spent is the output the last decompress produced, refused output
+	// and zstd's retries with a larger bound included: the work a
+	// request's decompression budget is charged.
+	spent int
 }
 
 var decompressors = sync.Pool{New: func() any { return new(decompressor) }}
@@ -101,6 +105,7 @@ func putDecompressor(d *decompressor) {
 // than limit with errTooLarge. The result aliases d.buf until the next call.
 func (d *decompressor) decompress(codec Codec, src []byte, limit int) ([]byte, error) {
 	var err error
+	d.spent = 0
 	switch codec {
 	case CodecGzip:
 		// Java's GZIPInputStream also reads concatenated members, as
@@ -155,6 +160,7 @@ func (d *decompressor) readAll(r io.Reader, limit int) ([]byte, error) {
 		}
 		n, err := d.lim.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
+		d.spent += n
 		if len(dst) > limit {
 			return dst, errTooLarge
 		}
@@ -211,6 +217,7 @@ func (d *decompressor) zstdWithin(src []byte, limit int) ([]byte, error) {
 		d.zsMax = uint64(limit)
 	}
 	out, err := d.zs.DecodeAll(src, d.buf[:0])
+	d.spent += len(out)
 	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
 		return out, errTooLarge
 	}
@@ -272,6 +279,7 @@ func (d *decompressor) appendSnappyBlock(dst, block []byte, limit int) ([]byte, 
 	}
 	dst = slices.Grow(dst, n)
 	out, err := snappy.DecodeStrict(dst[len(dst):len(dst)+n], block)
+	d.spent += n
 	if err != nil {
 		return dst, err
 	}

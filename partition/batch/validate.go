@@ -37,6 +37,16 @@ type ValidateOptions struct {
 	// 16 × MaxMessageBytes), capped at 1 GiB.
 	MaxDecompressedBytes int
 
+	// DecompressBudget, when set, is what the whole Produce request may
+	// still decompress, shared by its batches: each decompression is
+	// bounded by it as well and lowers it by the output it produced,
+	// refused output included. MaxDecompressedBytes bounds one batch, but
+	// a request may hold many (one per partition): without a shared bound
+	// a 2 MiB request of hundreds of few-KiB zstd bombs costs the broker
+	// hundreds of bounded decompressions, minutes of one connection's CPU.
+	// A batch past what is left is MESSAGE_TOO_LARGE. Nil is no bound.
+	DecompressBudget *int64
+
 	// RequireKeys refuses records without a key, as Kafka does for topics
 	// with cleanup.policy=compact (LogValidator.validateKey). It forces
 	// decompression of compressed batches.
@@ -129,10 +139,24 @@ func Validate(records []byte, opts ValidateOptions) (Info, error) {
 		if !opts.FullValidation && !opts.RequireKeys && !opts.CheckTimestamps {
 			return info, nil
 		}
+		budgeted := false
+		if opts.DecompressBudget != nil && *opts.DecompressBudget < int64(limit) {
+			limit, budgeted = int(max(*opts.DecompressBudget, 0)), true
+			if int64(h.NumRecords)*minRecordSize > int64(limit) {
+				return Info{}, newError(kerr.MessageTooLarge, -1, "%v batch: %d bytes left of the request's decompression budget", codec, limit)
+			}
+		}
 		d := getDecompressor()
 		defer putDecompressor(d)
 		out, err := d.decompress(codec, data, limit)
+		if opts.DecompressBudget != nil {
+			// The byte past the bound that readAll reads is not charged.
+			*opts.DecompressBudget = max(*opts.DecompressBudget-int64(d.spent), 0)
+		}
 		if errors.Is(err, errTooLarge) {
+			if budgeted {
+				return Info{}, newError(kerr.MessageTooLarge, -1, "%v batch decompresses to more than the %d bytes left of the request's decompression budget", codec, limit)
+			}
 			return Info{}, newError(kerr.MessageTooLarge, -1, "%v batch decompresses to more than %d bytes", codec, limit)
 		}
 		if err != nil {

@@ -569,3 +569,50 @@ func TestErrorMessage(t *testing.T) {
 		t.Fatalf("errors.As: got %v", ke)
 	}
 }
+
+// TestDecompressBudget checks that the batches of one request share the
+// request's decompression budget: each is bounded by what is left, the
+// output of every decompression is charged (that of a refused one too),
+// and once it is spent every compressed batch that must be decompressed
+// is MESSAGE_TOO_LARGE, so many bombs in one request cost one budget, not
+// one bound each.
+func TestDecompressBudget(t *testing.T) {
+	t.Parallel()
+	const size = 4 << 20
+	bomb := []kmsg.Record{{Key: []byte("k"), Value: make([]byte, size)}}
+	for _, c := range allCodecs[1:] {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := buildBatch(t, spec{codec: c.codec, xerial: c.xerial, records: bomb})
+			budget := int64(3*size + size/2)
+			opts := ValidateOptions{FullValidation: true, DecompressBudget: &budget}
+			for i := range 3 {
+				before := budget
+				_, err := Validate(b, opts)
+				wantBatchErr(t, err, nil)
+				if spent := before - budget; spent < size {
+					t.Fatalf("batch %d: %d bytes charged, want at least %d", i, spent, size)
+				}
+			}
+			// What is left is less than the batch: refused, and no more
+			// than what was left is charged.
+			left := budget
+			_, err := Validate(b, opts)
+			wantBatchErr(t, err, kerr.MessageTooLarge)
+			if budget < 0 || budget > left {
+				t.Fatalf("budget %d after a refused batch, want within [0, %d]", budget, left)
+			}
+			// Spent: refused however small the batch.
+			budget = 0
+			small := buildBatch(t, spec{codec: c.codec, xerial: c.xerial, records: testRecords(2, 10)})
+			_, err = Validate(small, opts)
+			wantBatchErr(t, err, kerr.MessageTooLarge)
+			// Uncompressed batches cost no budget.
+			_, err = Validate(buildBatch(t, spec{records: testRecords(2, 10)}), opts)
+			wantBatchErr(t, err, nil)
+			// Without a budget the per-batch bound alone applies.
+			_, err = Validate(b, ValidateOptions{FullValidation: true})
+			wantBatchErr(t, err, nil)
+		})
+	}
+}
