@@ -116,7 +116,12 @@
 //     MESSAGE_TOO_LARGE. Kafka streams records and has no bound. Only one
 //     decompression at a time, broker-wide, may produce more than 1 MiB;
 //     the others wait for it, so decompression bombs sent on many
-//     connections cost one bound of memory, not one per connection.
+//     connections cost one bound of memory, not one per connection. The
+//     batches of one Produce request share a budget too
+//     (ValidateOptions.DecompressBudget; partition.Batch gives it 64 times
+//     their compressed size, at least DefaultMaxDecompressedBytes): a batch
+//     past what is left is MESSAGE_TOO_LARGE, so a request of many small
+//     bombs costs one budget of work, not one bound per batch.
 //   - Inner offset deltas must be 0..n-1, compressed or not. Kafka ignores them
 //     in uncompressed batches and rebuilds compressed ones that break the rule
 //     (KAFKA-9669); kbroker stores batches byte for byte and cannot rebuild.
