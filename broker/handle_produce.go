@@ -284,7 +284,7 @@ func (b *Broker) joinTransaction(c *conn, req *kmsg.ProduceRequest) error {
 			}
 			pid, epoch = h.ProducerID, h.ProducerEpoch
 			tp := txn.TopicPartition{Topic: t.Name, Partition: rp.Partition}
-			if errors.Is(coord.Verify(*req.TransactionID, pid, epoch, tp), kerr.TransactionAbortable) {
+			if joinNeeded(coord.Verify(*req.TransactionID, pid, epoch, tp)) {
 				missing = append(missing, tp)
 			}
 		}
@@ -292,9 +292,7 @@ func (b *Broker) joinTransaction(c *conn, req *kmsg.ProduceRequest) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	ch := make(chan error, 1)
-	coord.AddPartitionsV2(*req.TransactionID, pid, epoch, missing, func(err error) { ch <- err })
-	return <-ch
+	return addPartitionsV2(coord, *req.TransactionID, pid, epoch, missing)
 }
 
 // hasTransactionalBatch reports whether any partition's records start with

@@ -22,7 +22,6 @@ package broker
 
 import (
 	"cmp"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -85,12 +84,10 @@ func (b *Broker) validateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) error
 	}
 	tp := b.groupPartition(req.Group)
 	err = coord.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tp)
-	if errors.Is(err, kerr.TransactionAbortable) && req.Version >= 5 && b.txnV2() {
+	if joinNeeded(err) && req.Version >= 5 && b.txnV2() {
 		// Transactions v2: the commit adds the group's partition
 		// itself, in place of AddOffsetsToTxn.
-		ch := make(chan error, 1)
-		coord.AddPartitionsV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, func(err error) { ch <- err })
-		err = <-ch
+		err = addPartitionsV2(coord, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
 	}
 	return forVersion(kmsg.TxnOffsetCommit, req.Version, err)
 }
