@@ -22,6 +22,7 @@ import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 /** Clients holds the small helpers the tests share. */
 final class Clients {
@@ -70,6 +71,16 @@ final class Clients {
     /** CreateTopic creates a topic with n partitions and configs, and waits for it. */
     static void createTopic(Admin admin, String topic, int n, Map<String, String> configs) throws Exception {
         get(admin.createTopics(List.of(new NewTopic(topic, n, (short) 1).configs(configs))).all());
+        // Kafka answers before its broker's metadata has the topic (kbroker
+        // after): wait until describeTopics sees every partition, as a
+        // client of a real cluster must.
+        eventually("topic " + topic + " with " + n + " partitions in the metadata", () -> {
+            try {
+                return get(admin.describeTopics(List.of(topic)).allTopicNames()).get(topic).partitions().size() == n;
+            } catch (UnknownTopicOrPartitionException e) {
+                return false;
+            }
+        });
     }
 
     /** Produce sends values to topic's partition (null: by key) and waits for every acknowledgement. */
