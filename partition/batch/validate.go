@@ -169,6 +169,14 @@ func Validate(records []byte, opts ValidateOptions) (Info, error) {
 		data = out
 	}
 
+	if maxTs, maxDelta, ok := walkFast(data, &info.Header, &opts); ok {
+		info.Walked = true
+		info.MaxRecordTimestamp = maxTs
+		info.MaxTimestampOffsetDelta = maxDelta
+		return info, nil
+	}
+	// Something is wrong with the records: the slow walk finds the fault
+	// Kafka reports first, with its code and record index.
 	if err := walk(data, &info, &opts); err != nil {
 		return Info{}, err
 	}
