@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"errors"
+	"hash/crc32"
 	"testing"
 )
 
@@ -111,6 +112,56 @@ func TestAppendManyAllocatesNothing(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Fatalf("got %v allocations per call, want 0", allocs)
+		}
+	})
+}
+
+// TestAppendManyTailCRC: entries whose callers vouch for the CRC of their
+// tail (as a record batch's own CRC covers it from byte 21 on) are stored
+// with the checksum Append computes from all their bytes, above and below
+// the size where the CRC is combined rather than recomputed, so that
+// recovery after a crash accepts every one; a wrong tail CRC stores an
+// entry that recovery cuts.
+func TestAppendManyTailCRC(t *testing.T) {
+	forEachAppendMode(t, func(t *testing.T, mode AppendMode) {
+		cfg := testConfig(t, 1<<20)
+		cfg.Append = mode
+		l, _ := openLog(t, cfg)
+		const from = 21
+		sizes := []int{from, from + 1, 100, minCombineTail + from - 1, minCombineTail + from, 50_000, 200_000}
+		entries := make([]Pending, len(sizes))
+		for i, n := range sizes {
+			p := payload(i, n)
+			entries[i] = Pending{Key: key(i), Payload: p, TailFrom: from, TailCRC: crc32.Checksum(p[from:], castagnoli)}
+		}
+		if n, err := l.AppendMany(entries); err != nil || n != len(entries) {
+			t.Fatalf("appended %d of %d: %v", n, len(entries), err)
+		}
+		for i, e := range entries {
+			if got, want := e.crc, entryChecksum(key(i), payload(i, sizes[i])); got != want {
+				t.Fatalf("entry %d of %d bytes: checksum %08x, want %08x", i, sizes[i], got, want)
+			}
+		}
+		// A caller whose tail CRC is wrong: the stored checksum does not
+		// match the bytes.
+		bad := payload(99, 50_000)
+		wrong := []Pending{{Key: key(99), Payload: bad, TailFrom: from, TailCRC: crc32.Checksum(bad[from:], castagnoli) ^ 1}}
+		if _, err := l.AppendMany(wrong); err != nil {
+			t.Fatal(err)
+		}
+		crash(l)
+		l2, rep := openLog(t, cfg)
+		if rep.Entries != len(entries) || !rep.Cut {
+			t.Fatalf("recovery: %d entries (want %d), cut %v (%s); want the wrong one cut", rep.Entries, len(entries), rep.Cut, rep.CutReason)
+		}
+		got := readAll(t, l2, 0)
+		if len(got) != len(entries) {
+			t.Fatalf("%d entries after recovery, want %d", len(got), len(entries))
+		}
+		for i, e := range got {
+			if !bytes.Equal(e.Payload, payload(i, sizes[i])) {
+				t.Fatalf("entry %d: content differs", i)
+			}
 		}
 	})
 }

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -131,7 +132,11 @@ func (bt *Batch) AppendMany(s *Store, produceVersion int16, nowMs int64) {
 			continue
 		}
 		it.entry = len(bt.pending)
-		bt.pending = append(bt.pending, klog.Pending{Key: p.key[:], Payload: it.prep.b})
+		// The batch's CRC (stageLocked's stamp keeps it true) covers it
+		// from the attributes on: the commit log derives its entry
+		// checksum from it rather than reading the batch again.
+		bt.pending = append(bt.pending, klog.Pending{Key: p.key[:], Payload: it.prep.b,
+			TailCRC: binary.BigEndian.Uint32(it.prep.b[batch.CRCOffset:]), TailFrom: batch.AttributesOffset})
 	}
 	if len(bt.pending) == 0 {
 		return

@@ -1,0 +1,65 @@
+package log
+
+// CRC-32C of a concatenation from the CRCs of its parts. A produced record
+// batch carries the CRC-32C of its bytes from the attributes on, which the
+// broker has just checked; the entry checksum covers the whole batch. With
+// crcCombine the entry checksum costs the CRC of the 21 bytes before the
+// attributes and a few hundred nanoseconds of arithmetic, instead of a
+// second pass over every byte produced.
+//
+// The arithmetic is in GF(2)[x] modulo the Castagnoli polynomial, with bit
+// 31 of a word the coefficient of x^0 (the reflected form hash/crc32
+// uses). For a CRC with the usual pre- and post-inversion,
+//
+//	crc(A‖B) = crc(A)·x^(8·len(B)) + crc(B)   (mod P)
+//
+// the inversions of the two parts cancelling out.
+
+// castagnoliReflected is the Castagnoli polynomial, reflected
+// (crc32.Castagnoli).
+const castagnoliReflected = 0x82f63b78
+
+// x2nPowers[k] is x^(2^k) mod P.
+var x2nPowers = func() (t [32]uint32) {
+	t[0] = 1 << 30 // x^1
+	for k := 1; k < len(t); k++ {
+		t[k] = gfMul(t[k-1], t[k-1])
+	}
+	return t
+}()
+
+// gfMul is a·b mod P.
+func gfMul(a, b uint32) uint32 {
+	var p uint32
+	for m := uint32(1) << 31; m != 0; m >>= 1 {
+		if a&m != 0 {
+			p ^= b
+			if a&(m-1) == 0 {
+				break
+			}
+		}
+		// b·x mod P
+		if b&1 != 0 {
+			b = b>>1 ^ castagnoliReflected
+		} else {
+			b >>= 1
+		}
+	}
+	return p
+}
+
+// xPow8n is x^(8·n) mod P: the shift of n bytes.
+func xPow8n(n int64) uint32 {
+	p := uint32(1) << 31 // x^0
+	for k := 3; n != 0; n, k = n>>1, k+1 {
+		if n&1 != 0 {
+			p = gfMul(x2nPowers[k&31], p)
+		}
+	}
+	return p
+}
+
+// crcCombine is the CRC-32C of A‖B from crcA, crcB and len(B).
+func crcCombine(crcA, crcB uint32, lenB int64) uint32 {
+	return gfMul(xPow8n(lenB), crcA) ^ crcB
+}
