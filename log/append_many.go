@@ -48,6 +48,7 @@ const maxRunBytes = 1 << 20
 // after the error are not appended. The checks of Append apply to each
 // entry, with the same errors.
 func (l *CommitLog) AppendMany(entries []Pending) (int, error) {
+	var shift crcShift
 	for i := range entries {
 		e := &entries[i]
 		if len(e.Key) != l.cfg.KeySize {
@@ -56,7 +57,7 @@ func (l *CommitLog) AppendMany(entries []Pending) (int, error) {
 		if size := int64(l.headerLen) + int64(len(e.Payload)); size > l.cfg.FileSize {
 			return 0, fmt.Errorf("%w: entry of %d bytes, file size %d", ErrEntryTooLarge, size, l.cfg.FileSize)
 		}
-		e.crc = e.checksum()
+		e.crc = e.checksum(&shift)
 	}
 	if e := l.writeErr.Load(); e != nil {
 		return 0, *e
@@ -80,13 +81,15 @@ func (l *CommitLog) AppendMany(entries []Pending) (int, error) {
 const minCombineTail = 4096
 
 // checksum is the entry checksum of e (entryChecksum), from TailCRC when
-// the caller gave it and the tail is long enough for that to pay.
-func (e *Pending) checksum() uint32 {
+// the caller gave it and the tail is long enough for that to pay. shift
+// keeps the last tail length's operator: the batches of one request to
+// many partitions tend to have one size.
+func (e *Pending) checksum(shift *crcShift) uint32 {
 	if e.TailFrom <= 0 || e.TailFrom > len(e.Payload) || len(e.Payload)-e.TailFrom < minCombineTail {
 		return entryChecksum(e.Key, e.Payload)
 	}
 	head := entryChecksum(e.Key, e.Payload[:e.TailFrom])
-	return crcCombine(head, e.TailCRC, int64(len(e.Payload)-e.TailFrom))
+	return shift.combine(head, e.TailCRC, int64(len(e.Payload)-e.TailFrom))
 }
 
 // appendRunLocked appends the longest run of entries at the front of

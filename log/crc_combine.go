@@ -63,3 +63,17 @@ func xPow8n(n int64) uint32 {
 func crcCombine(crcA, crcB uint32, lenB int64) uint32 {
 	return gfMul(xPow8n(lenB), crcA) ^ crcB
 }
+
+// crcShift is crcCombine that remembers the operator x^(8·len(B)) of the
+// last length it combined for. The zero value is ready to use.
+type crcShift struct {
+	n  int64
+	op uint32 // 0 (never a power of x) until the first combine
+}
+
+func (s *crcShift) combine(crcA, crcB uint32, lenB int64) uint32 {
+	if s.op == 0 || s.n != lenB {
+		s.n, s.op = lenB, xPow8n(lenB)
+	}
+	return gfMul(s.op, crcA) ^ crcB
+}

@@ -23,6 +23,13 @@ func TestCRCCombine(t *testing.T) {
 			if got != want {
 				t.Fatalf("len %d cut %d: combined %08x, want %08x", n, cut, got, want)
 			}
+			// Twice through one crcShift: a fresh operator, then the kept one.
+			var s crcShift
+			for range 2 {
+				if got := s.combine(crc32.Checksum(b[:cut], castagnoli), crc32.Checksum(b[cut:], castagnoli), int64(n-cut)); got != want {
+					t.Fatalf("len %d cut %d: crcShift combined %08x, want %08x", n, cut, got, want)
+				}
+			}
 		}
 	}
 }
