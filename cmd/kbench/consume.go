@@ -39,6 +39,8 @@ var consumeCases = []consumeCase{
 	// One kgo consumer decoding 100 B records is the limit of the cases
 	// above (a core of client CPU); four members share the decoding.
 	{from: produceCase{100, 8, 1}, group: true, members: 4}, {from: produceCase{1024, 8, 1}, group: true, members: 4},
+	// Issue 15 item 4: 1,000 partitions read by a group of four.
+	{from: produceCase{1024, 1000, 1}, group: true, members: 4},
 }
 
 // runConsume reads the whole topic of c.from (written by runProduce) with one kgo client (kgo's

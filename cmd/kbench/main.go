@@ -101,8 +101,8 @@ func main() {
 }
 
 // workloads are the names --only accepts, in the order they run; scale
-// runs only when named.
-var workloads = []string{"produce", "consume", "e2e", "sync", "startup", "scale"}
+// and raw run only when named.
+var workloads = []string{"produce", "consume", "e2e", "sync", "startup", "scale", "raw"}
 
 // defaultWorkloads are the workloads run without --only.
 var defaultWorkloads = workloads[:5]
@@ -131,6 +131,7 @@ type options struct {
 	profile         string
 	jsonOut         string
 	kbrokerBin      string
+	raw             rawOptions
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -165,6 +166,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "`directory` for the brokers' data directories (removed afterwards)")
 	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the broker for each case into `directory`")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every sample to `file` as JSON")
+	fs.IntVar(&o.raw.conns, "raw-conns", 4, "raw workload: `connections` producing at once")
+	fs.IntVar(&o.raw.inflight, "raw-inflight", 4, "raw workload: outstanding `requests` per connection")
+	fs.IntVar(&o.raw.requestKB, "raw-request-kb", 1024, "raw workload: `KiB` of record values per request")
 	fs.StringVar(&o.kbrokerBin, "kbroker-bin", "", "kbroker `binary` for kbroker-bin (default: go build ./cmd/kbroker)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -220,8 +224,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	for _, b := range o.brokers {
-		if strings.HasPrefix(b, "floor") && !slices.Equal(o.only, []string{"produce"}) {
-			return o, fmt.Errorf("--brokers %s serves only the produce workload: add --only produce", b)
+		if strings.HasPrefix(b, "floor") && slices.ContainsFunc(o.only, func(w string) bool { return w != "produce" && w != "raw" }) {
+			return o, fmt.Errorf("--brokers %s serves only the produce and raw workloads: add --only produce or raw", b)
 		}
 	}
 	if o.caseFilter != "" {
@@ -231,6 +235,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.flush != "async" && o.flush != "sync" {
 		return o, fmt.Errorf("--flush: %q is not async or sync", o.flush)
+	}
+	if o.raw.conns < 1 || o.raw.inflight < 1 || o.raw.requestKB < 1 {
+		return o, errors.New("--raw-conns, --raw-inflight and --raw-request-kb must be positive")
 	}
 	if o.rounds < 1 || o.produceMB < 1 || o.consumePasses < 1 || o.e2eRate < 1 || o.e2eSeconds <= 0 || o.syncMB < 1 || o.startDataMB < 1 {
 		return o, errors.New("rounds, volumes, passes, rate and seconds must be positive")
@@ -318,7 +325,7 @@ func (b *bench) run(ctx context.Context) error {
 		}
 	}
 	for round := 1; round <= b.o.rounds; round++ {
-		if b.has("produce") || b.has("consume") || b.has("e2e") {
+		if b.has("produce") || b.has("consume") || b.has("e2e") || b.has("raw") {
 			if err := b.loadRound(ctx, round); err != nil {
 				return err
 			}
@@ -427,6 +434,11 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 			if report {
 				b.record("produce", pc.name(), bp, round, m, "records_s", "mb_s", "ack_p99", "broker_cpu", "rss_peak_mb")
 			}
+		}
+	}
+	if b.has("raw") {
+		if err := b.rawCases(ctx, order, tag, round, match); err != nil {
+			return err
 		}
 	}
 	if b.has("consume") {

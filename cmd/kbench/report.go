@@ -69,6 +69,8 @@ var (
 var reports = []report{
 	{"produce", "Produce (one kgo client, acks=all, idempotent, linger 0, no compression)",
 		[]column{colRecords, colMB, colAckP50, colAckP99, colBrokerCPU, colClientCPU, colAlloc, colPeakRSS, colRSS, colAnonRSS}},
+	{"raw", "Raw produce (prebuilt requests, acks=all, non-idempotent, no client library)",
+		[]column{colRecords, colMB, colAckP50, colAckP99, colBrokerCPU, colClientCPU, colAlloc, colPeakRSS, colRSS, colAnonRSS}},
 	{"consume", "Consume (one kgo client reads the produce case's topic from the start)",
 		[]column{colRecords, colMB, colBrokerCPU, colClientCPU, colAlloc, {"join_ms", "first record ms", 1}, colPeakRSS, colRSS, colAnonRSS}},
 	{"e2e", "End to end (1 KiB records at a fixed rate, produce call to poll)",
