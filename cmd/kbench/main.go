@@ -53,7 +53,11 @@
 //     kfake SyncWrites) and not (async);
 //   - startup: exec to answering ApiVersions and Metadata, on an empty
 //     data directory and on one holding --start-data-mb of records after
-//     a clean stop.
+//     a clean stop;
+//   - raw (only when named): produce without a client library, one
+//     prebuilt request per connection sent over and over (rawproduce.go),
+//     so that the broker rather than kgo is the limit: 100 B and 1 KiB
+//     records to 1 and 1,000 partitions.
 //
 // Every case also reports the broker process's resident memory from
 // /proc/<pid>/status: its peak during the case (VmHWM, reset at the
