@@ -34,18 +34,6 @@ func TestCRCCombine(t *testing.T) {
 	}
 }
 
-func FuzzCRCCombine(f *testing.F) {
-	f.Add([]byte("0123456789abcdefghijklmnopqrstuvwxyz"), uint16(21))
-	f.Add([]byte{}, uint16(0))
-	f.Fuzz(func(t *testing.T, b []byte, cut uint16) {
-		c := min(int(cut), len(b))
-		want := crc32.Checksum(b, castagnoli)
-		if got := crcCombine(crc32.Checksum(b[:c], castagnoli), crc32.Checksum(b[c:], castagnoli), int64(len(b)-c)); got != want {
-			t.Fatalf("len %d cut %d: combined %08x, want %08x", len(b), c, got, want)
-		}
-	})
-}
-
 func BenchmarkCRC(b *testing.B) {
 	for _, n := range []int{1 << 10, 16 << 10, 1 << 20} {
 		buf := make([]byte, n)
