@@ -166,6 +166,9 @@ type Coordinator struct {
 		parked map[*parked]struct{}
 		// timers are the pending retries, stopped by Close.
 		timers map[*time.Timer]struct{}
+		// waiting are the transactions v2 adds parked per transactional
+		// id until it is no longer busy (AddPartitionsV2).
+		waiting map[string][]*adder
 	}
 
 	// stop ends the background loop; wg counts it and the timer
@@ -210,6 +213,7 @@ func Open(cfg Config, ps *partition.Store, parts []*partition.Partition, deps De
 	c.mu.txns = map[string]*txnMeta{}
 	c.mu.parked = map[*parked]struct{}{}
 	c.mu.timers = map[*time.Timer]struct{}{}
+	c.mu.waiting = map[string][]*adder{}
 
 	start := time.Now()
 	l, ld, err := coordlog.Open(coordlog.Config{
@@ -277,6 +281,7 @@ func (c *Coordinator) close(snapshot bool) error {
 		t.Stop()
 	}
 	clear(c.mu.timers)
+	clear(c.mu.waiting) // parked: answered below
 	c.mu.Unlock()
 	c.log.Close()
 	close(c.stop)
@@ -374,8 +379,14 @@ func (c *Coordinator) unpark(p *parked) bool {
 func (c *Coordinator) after(d time.Duration, f func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.afterLocked(d, f)
+}
+
+// afterLocked is after with c.mu held; it returns the timer (nil after
+// Close).
+func (c *Coordinator) afterLocked(d time.Duration, f func()) *time.Timer {
 	if c.mu.closed {
-		return
+		return nil
 	}
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
@@ -393,6 +404,7 @@ func (c *Coordinator) after(d time.Duration, f func()) {
 		pprof.Do(context.Background(), pprof.Labels("txn", "retry"), func(context.Context) { f() })
 	})
 	c.mu.timers[t] = struct{}{}
+	return t
 }
 
 // closed reports whether Close has begun.

@@ -338,6 +338,7 @@ func (c *Coordinator) afterPrepare(r rec, fence bool, answerResult func(EndResul
 			if t := c.mu.txns[r.id]; t != nil && t.pending == r.state {
 				t.pending = noState
 				t.failedFence = t.failedFence || fence
+				c.wakeLocked(r.id)
 			}
 			c.mu.Unlock()
 			answer(err)
