@@ -116,7 +116,11 @@ type Deps struct {
 	// markers after a coordinator failover too). It must not wait for
 	// durability (done does) nor call the Coordinator's methods; it is
 	// never called with a lock of the coordinator held.
-	WriteMarkers func(producerID int64, epoch int16, commit bool, partitions []TopicPartition, done func(error))
+	// transactionVersion is 2 for a transaction of transactions v2
+	// (whose markers carry the bumped epoch, which the partitions check
+	// is above the data's, as Kafka's markers of WriteTxnMarkers v2 do),
+	// 0 otherwise.
+	WriteMarkers func(producerID int64, epoch int16, commit bool, transactionVersion int8, partitions []TopicPartition, done func(error))
 	// GroupPartition is the __consumer_offsets partition of a group
 	// (AddOffsetsToTxn adds it to the transaction).
 	GroupPartition func(group string) TopicPartition

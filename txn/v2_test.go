@@ -54,7 +54,7 @@ func TestV2EpochBumpPerTransaction(t *testing.T) {
 					settle()
 					calls := e.markers.get()
 					last := calls[len(calls)-1]
-					if len(calls) != i+1 || last.PID != pid || last.Epoch != epoch+1 || last.Commit != commit ||
+					if len(calls) != i+1 || last.PID != pid || last.Epoch != epoch+1 || last.Commit != commit || last.TV != 2 ||
 						!slices.Equal(last.Partitions, []TopicPartition{tp("t", int32(i)), tp("u", 0)}) {
 						t.Fatalf("markers %v", calls)
 					}
