@@ -84,8 +84,8 @@ func TestAddPartitionsToTxnBatch(t *testing.T) {
 		got = batchCodes(resp)
 		want = map[string]int16{
 			a.id + " tx-0": 0, a.id + " tx-2": kerr.TransactionAbortable.Code,
-			b.id + " tx-0":  kerr.ProducerFenced.Code,
-			"nobody tx-1":   kerr.InvalidProducerIDMapping.Code,
+			b.id + " tx-0": kerr.ProducerFenced.Code,
+			"nobody tx-1":  kerr.InvalidProducerIDMapping.Code,
 		}
 		for k, code := range want {
 			if got[k] != code {
