@@ -42,7 +42,9 @@ package broker
 // partitions not yet in the transaction are added to it first, all in one
 // durable coordinator write that the request waits for (Kafka's
 // AddPartitionsToTxnManager with the addPartition operation; Kafka too
-// holds the connection's next request until the produce is answered); a
+// holds the connection's next request until the produce is answered),
+// waiting up to TimeoutMillis for the previous transaction to complete
+// (txn_join.go); each partition is checked with the coordinator once; a
 // producer with an old epoch is refused there (INVALID_PRODUCER_EPOCH). A request with
 // transactional batches but no transactional id gets
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition, as Kafka.
