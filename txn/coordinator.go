@@ -173,6 +173,8 @@ type Coordinator struct {
 		// waiting are the transactions v2 adds parked per transactional
 		// id until it is no longer busy (AddPartitionsV2).
 		waiting map[string][]*adder
+		// noParking is set by StopParking: busy ids are answered at once.
+		noParking bool
 	}
 
 	// stop ends the background loop; wg counts it and the timer

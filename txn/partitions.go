@@ -168,7 +168,7 @@ func (c *Coordinator) tryAdd(a *adder) {
 // CONCURRENT_TRANSACTIONS by its timer at the deadline.
 func (c *Coordinator) parkAddLocked(a *adder) bool {
 	left := time.Until(a.deadline)
-	if a.deadline.IsZero() || left <= 0 {
+	if a.deadline.IsZero() || left <= 0 || c.mu.noParking {
 		return false
 	}
 	c.mu.waiting[a.id] = append(c.mu.waiting[a.id], a)
@@ -185,6 +185,28 @@ func (c *Coordinator) stopTimerLocked(a *adder) {
 		a.timer.Stop()
 		delete(c.mu.timers, a.timer)
 		a.timer = nil
+	}
+}
+
+// StopParking answers the adds parked now NOT_COORDINATOR (the client
+// retries, and looks for the coordinator again) and parks no more: the
+// broker calls it when it begins to shut down, so that no connection
+// waits out a request's timeout for a transaction that will not complete
+// before the coordinator closes.
+func (c *Coordinator) StopParking() {
+	c.mu.Lock()
+	c.mu.noParking = true
+	var parked []*adder
+	for id, ws := range c.mu.waiting {
+		parked = append(parked, ws...)
+		delete(c.mu.waiting, id)
+	}
+	for _, a := range parked {
+		c.stopTimerLocked(a)
+	}
+	c.mu.Unlock()
+	for _, a := range parked {
+		a.answer(codeError(kerr.NotCoordinator, a.id, "shutting down"))
 	}
 }
 

@@ -378,3 +378,25 @@ func TestV2ParkedAddAtClose(t *testing.T) {
 		testenv.WantErr(t, "parked add at Close", <-got, kerr.NotCoordinator)
 	})
 }
+
+// TestV2StopParking: StopParking answers parked adds NOT_COORDINATOR and
+// later busy adds at once, so that a shutting-down broker's connections
+// need not wait out their requests' timeouts.
+func TestV2StopParking(t *testing.T) {
+	run(t, partition.FlushSync, func(t *testing.T, e *env) {
+		pid, epoch := e.mustInit("a")
+		testenv.WantErr(t, "add", e.addV2("a", pid, epoch, tp("t", 0)), nil)
+		e.markers.setHold(true)
+		wantEnd(t, "end", e.endV2("a", pid, epoch, true), nil, pid, epoch+1)
+		settle()
+		got := make(chan error, 2)
+		e.c.AddPartitionsV2("a", pid, epoch+1, []TopicPartition{tp("t", 1)}, time.Minute, func(err error) { got <- err })
+		settle()
+		e.c.StopParking()
+		testenv.WantErr(t, "parked add at StopParking", <-got, kerr.NotCoordinator)
+		e.c.AddPartitionsV2("a", pid, epoch+1, []TopicPartition{tp("t", 1)}, time.Minute, func(err error) { got <- err })
+		testenv.WantErr(t, "busy add after StopParking", <-got, kerr.ConcurrentTransactions)
+		e.markers.release()
+		settle()
+	})
+}
