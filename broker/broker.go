@@ -552,6 +552,10 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	// (NOT_COORDINATOR) so that their connections can finish.
 	b.groups.Close()
 	b.shares.Close()
+	// So are transactions v2 adds waiting for a previous transaction.
+	if c := b.txns.Load(); c != nil {
+		c.StopParking()
+	}
 	done := make(chan struct{})
 	go func() { b.wg.Wait(); close(done) }()
 	select {

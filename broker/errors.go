@@ -78,6 +78,10 @@ func versionCode(key kmsg.Key, version int16, err error) int16 {
 // It returns an error rather than a code because TxnOffsetCommit hands the
 // result on to the offsets layer, which fills the per-partition codes.
 func forVersion(key kmsg.Key, version int16, err error) error {
+	if err == nil {
+		// The common answer, before errors.As (whose target escapes).
+		return nil
+	}
 	var ke *kerr.Error
 	if !errors.As(err, &ke) {
 		return err

@@ -2,7 +2,11 @@ package broker
 
 // InitProducerId v0–v5 (KIP-98 idempotent and transactional producers;
 // v2 flexible; v3 KIP-360 ProducerID/ProducerEpoch of an existing producer;
-// v4 KIP-588 PRODUCER_FENCED; v5 KIP-890 TRANSACTION_ABORTABLE).
+// v4 KIP-588 PRODUCER_FENCED; v5 KIP-890 TRANSACTION_ABORTABLE). v6
+// (KIP-939 two-phase commit: Enable2Pc, KeepPreparedTxn) is an unstable
+// version in Kafka 4.4, neither advertised nor served unless
+// unstable.api.versions.enable (a v6 request closes the connection); kbroker
+// does the same and has no such switch.
 //
 // Idempotent producers (TransactionalID null) get a fresh producer id with
 // epoch 0, as Kafka's TransactionCoordinator.handleInitProducerId does:

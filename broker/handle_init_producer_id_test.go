@@ -1,7 +1,12 @@
 package broker
 
 import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -84,5 +89,41 @@ func TestInitProducerIDRequests(t *testing.T) {
 				t.Fatalf("got id %d epoch %d with an error", resp.ProducerID, resp.ProducerEpoch)
 			}
 		})
+	}
+}
+
+// TestInitProducerIDV6Unstable: InitProducerId v6 (KIP-939 two-phase
+// commit) is an unstable version in Kafka 4.4: not in ApiVersions, and a
+// request at v6 closes the connection ("Received request for disabled
+// api"). kbroker does the same, whether or not Enable2Pc is set.
+func TestInitProducerIDV6Unstable(t *testing.T) {
+	srv := newTestServer(t, nil)
+	resp := dialWire(t, srv).do(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == int16(kmsg.InitProducerID) && k.MaxVersion != 5 {
+			t.Fatalf("InitProducerId advertised up to v%d, want v5 (Kafka 4.4's stable range)", k.MaxVersion)
+		}
+	}
+	for _, enable2PC := range []byte{0, 1} {
+		c, err := net.DialTimeout("tcp", srv.Addr(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Header v2, then the v6 body: transactional id "p", timeout,
+		// producer id and epoch -1, Enable2Pc, KeepPreparedTxn, no tags.
+		body := []byte{0, 22, 0, 6, 0, 0, 0, 1, 0, 1, 'c', 0, 2, 'p', 0, 0, 0xea, 0x60}
+		body = append(body, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, enable2PC, 0, 0)
+		frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+		if _, err := c.Write(append(frame, body...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		n, err := c.Read(make([]byte, 64))
+		if n != 0 || !errors.Is(err, io.EOF) {
+			t.Fatalf("Enable2Pc %d: read %d bytes, %v; want the connection closed", enable2PC, n, err)
+		}
+		c.Close()
 	}
 }

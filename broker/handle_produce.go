@@ -42,7 +42,9 @@ package broker
 // partitions not yet in the transaction are added to it first, all in one
 // durable coordinator write that the request waits for (Kafka's
 // AddPartitionsToTxnManager with the addPartition operation; Kafka too
-// holds the connection's next request until the produce is answered); a
+// holds the connection's next request until the produce is answered),
+// waiting up to TimeoutMillis for the previous transaction to complete
+// (txn_join.go); each partition is checked with the coordinator once; a
 // producer with an old epoch is refused there (INVALID_PRODUCER_EPOCH). A request with
 // transactional batches but no transactional id gets
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition, as Kafka.
@@ -94,15 +96,17 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 		return b.produceResult(req, pr, true, 0)
 	}
 	validAcks := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
-	joinErr := b.joinTransaction(c, req)
-	nowMs := time.Now().UnixMilli()
-	failed := false
 	sc := c.produceScratch()
 	defer sc.reset()
+	b.joinTransaction(c, req, sc)
+	nowMs := time.Now().UnixMilli()
+	failed := false
+	k := -1 // the partition's position in the request
 	for i := range req.Topics {
 		rt, st := &req.Topics[i], &resp.Topics[i]
 		t, code := b.produceTopic(c, req.Version, rt)
 		for j := range rt.Partitions {
+			k++
 			rp, sp := &rt.Partitions[j], &st.Partitions[j]
 			if code, ok := c.injected(cmp.Or(t.Name, rt.Topic), rp.Partition); ok {
 				sp.ErrorCode = code
@@ -128,7 +132,7 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 				failed = true
 				continue
 			}
-			if code := b.verifyTransactional(req, t.Name, rp, joinErr); code != 0 {
+			if code := b.verifyTransactional(req, t.Name, rp, sc.verifiedAt(k)); code != 0 {
 				sp.ErrorCode = code
 				failed = true
 				continue
@@ -162,6 +166,28 @@ func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error
 type produceScratch struct {
 	batch partition.Batch
 	slots []*kmsg.ProduceResponseTopicPartition
+	// verified is, by position in the request, the transaction check
+	// joinTransaction already made of each partition (Produce v12+
+	// under transactions v2), so that verifyTransactional does not ask
+	// the coordinator a second time; empty when it made none.
+	verified []verification
+}
+
+// verification is the outcome of a partition's transaction check: done
+// when the check was made, err its answer (nil: the partition is in the
+// transaction).
+type verification struct {
+	done bool
+	err  error
+}
+
+// verifiedAt is the check joinTransaction made of the k-th partition of
+// the request, if any.
+func (sc *produceScratch) verifiedAt(k int) verification {
+	if k < len(sc.verified) {
+		return sc.verified[k]
+	}
+	return verification{}
 }
 
 // produceScratch is the connection's scratch (a new one without a
@@ -178,6 +204,8 @@ func (sc *produceScratch) reset() {
 	sc.batch.Reset()
 	clear(sc.slots)
 	sc.slots = sc.slots[:0]
+	clear(sc.verified)
+	sc.verified = sc.verified[:0]
 }
 
 // countPartitions is the number of partitions a produce request names.
@@ -217,21 +245,24 @@ func (b *Broker) produceTopic(c *conn, version int16, rt *kmsg.ProduceRequestTop
 // verifyTransactional checks a transactional batch against the producer's
 // ongoing transaction (Kafka's transaction verification of KIP-890 part
 // 1): the partition must have been added with AddPartitionsToTxn (or by
-// joinTransaction), by the current epoch. joinErr is why joinTransaction
-// could not add the partitions missing from the transaction: it is the
-// answer for those. Anything else is 0 (the partition validates the
+// joinTransaction), by the current epoch. v is joinTransaction's check of
+// the partition, if it made one: its answer is used rather than asking
+// the coordinator again. Anything else is 0 (the partition validates the
 // batch).
-func (b *Broker) verifyTransactional(req *kmsg.ProduceRequest, topicName string, rp *kmsg.ProduceRequestTopicPartition, joinErr error) int16 {
+func (b *Broker) verifyTransactional(req *kmsg.ProduceRequest, topicName string, rp *kmsg.ProduceRequestTopicPartition, v verification) int16 {
 	h, ok := transactionalHeader(req, rp)
 	if !ok {
 		return 0
 	}
-	coord, err := b.transactionCoordinator()
-	if err == nil {
-		err = coord.Verify(*req.TransactionID, h.ProducerID, h.ProducerEpoch, txn.TopicPartition{Topic: topicName, Partition: rp.Partition})
-		if joinErr != nil && errors.Is(err, kerr.TransactionAbortable) {
-			err = joinErr
+	err := v.err
+	if !v.done {
+		var coord *txn.Coordinator
+		if coord, err = b.transactionCoordinator(); err == nil {
+			err = coord.Verify(*req.TransactionID, h.ProducerID, h.ProducerEpoch, txn.TopicPartition{Topic: topicName, Partition: rp.Partition})
 		}
+	}
+	if err == nil {
+		return 0
 	}
 	return versionCode(kmsg.Produce, req.Version, err)
 }
@@ -250,33 +281,42 @@ func transactionalHeader(req *kmsg.ProduceRequest, rp *kmsg.ProduceRequestTopicP
 
 // joinTransaction adds to the producer's transaction the partitions of a
 // transactional Produce v12+ that are not in it yet, when transactions v2
-// is in effect (transaction.version 2), and waits until that is durable;
-// it returns the coordinator's error, or nil (also when there is nothing
-// to add). The partitions are those of the first batch's producer id and
-// epoch (Kafka's produce carries one producer); verifyTransactional then
-// checks every batch as for older versions. Partitions the request cannot
-// write (unknown, unauthorized, internal) are left out: their own error
-// answers them.
-func (b *Broker) joinTransaction(c *conn, req *kmsg.ProduceRequest) error {
+// is in effect (transaction.version 2), and waits until that is durable
+// (a previous transaction still completing is waited for, up to the
+// request's timeout). It records in sc.verified each partition's check:
+// the coordinator's Verify answer for one already in the transaction (or
+// failing for another reason), and for one it added, the add's answer.
+// The partitions are those of the first batch's producer id and epoch
+// (Kafka's produce carries one producer); verifyTransactional checks any
+// other batch itself. Partitions the request cannot write (unknown,
+// unauthorized, internal) are left out: their own error answers them.
+func (b *Broker) joinTransaction(c *conn, req *kmsg.ProduceRequest, sc *produceScratch) {
 	if req.Version < 12 || req.TransactionID == nil || !b.txnV2() {
-		return nil
+		return
 	}
 	coord, err := b.transactionCoordinator()
 	if err != nil {
-		return err
+		return // verifyTransactional answers with the same error
 	}
+	n := countPartitions(req)
+	if cap(sc.verified) < n {
+		sc.verified = make([]verification, n)
+	}
+	sc.verified = sc.verified[:n]
 	var (
 		missing []txn.TopicPartition
 		pid     int64 = -1
 		epoch   int16
+		k       = -1
 	)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		t, code := b.produceTopic(c, req.Version, rt)
-		if code != 0 {
-			continue
-		}
 		for j := range rt.Partitions {
+			k++
+			if code != 0 {
+				continue
+			}
 			rp := &rt.Partitions[j]
 			h, ok := transactionalHeader(req, rp)
 			if !ok || rp.Partition < 0 || rp.Partition >= t.Partitions || pid >= 0 && (h.ProducerID != pid || h.ProducerEpoch != epoch) {
@@ -284,16 +324,28 @@ func (b *Broker) joinTransaction(c *conn, req *kmsg.ProduceRequest) error {
 			}
 			pid, epoch = h.ProducerID, h.ProducerEpoch
 			tp := txn.TopicPartition{Topic: t.Name, Partition: rp.Partition}
-			if joinNeeded(coord.Verify(*req.TransactionID, pid, epoch, tp)) {
+			err := coord.Verify(*req.TransactionID, pid, epoch, tp)
+			if joinNeeded(err) {
 				missing = append(missing, tp)
+				err = errJoinPending
 			}
+			sc.verified[k] = verification{done: true, err: err}
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return
 	}
-	return addPartitionsV2(coord, *req.TransactionID, pid, epoch, missing)
+	joinErr := addPartitionsV2(coord, *req.TransactionID, pid, epoch, missing, time.Duration(req.TimeoutMillis)*time.Millisecond)
+	for k := range sc.verified {
+		if sc.verified[k].err == errJoinPending {
+			sc.verified[k].err = joinErr
+		}
+	}
 }
+
+// errJoinPending marks, in produceScratch.verified, a partition that
+// joinTransaction is adding; the add's answer replaces it.
+var errJoinPending = errors.New("broker: partition being added to the transaction")
 
 // hasTransactionalBatch reports whether any partition's records start with
 // a batch header whose transactional bit is set (Kafka's

@@ -87,7 +87,7 @@ func (b *Broker) validateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) error
 	if joinNeeded(err) && req.Version >= 5 && b.txnV2() {
 		// Transactions v2: the commit adds the group's partition
 		// itself, in place of AddOffsetsToTxn.
-		err = addPartitionsV2(coord, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
+		err = addPartitionsV2(coord, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, txnOffsetCommitJoinWait)
 	}
 	return forVersion(kmsg.TxnOffsetCommit, req.Version, err)
 }

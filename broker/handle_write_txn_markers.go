@@ -1,6 +1,8 @@
 package broker
 
-// WriteTxnMarkers v0–v1 (KIP-98; v1 flexible, KIP-482).
+// WriteTxnMarkers v1–v2 (KIP-98; v1 flexible, KIP-482; v2 the marker's
+// TransactionVersion, KIP-890 part 2). v0 is not served, as Kafka 4.4 does
+// not (its oldest version is 1).
 //
 // In Kafka the transaction coordinator sends this to partition leaders to
 // end a transaction; clients send it too: the Java Admin's
@@ -26,13 +28,25 @@ package broker
 // one entry per producer id, the results of markers of the same producer
 // merged, as Kafka's WriteTxnMarkersResponse builds it.
 //
-// Deviations: there are no ACLs, so CLUSTER_ACTION is not checked. A marker
-// for __transaction_state is refused with INVALID_TOPIC_EXCEPTION: that log
-// belongs to the transaction coordinator, which never writes transactional
-// data there, so a marker could end nothing and would only go around the
-// coordinator's own log writer. v2 (KIP-1228: the marker's transaction
-// version, for transactions v2) is not served, as transactions v2 is not
-// (see handle_end_txn.go).
+// v2 markers carry the transaction version of their transaction
+// (TransactionVersion; v1 markers are version 0). A marker of version 2
+// (transactions v2) ends a transaction whose epoch EndTxn bumped: its epoch
+// must be above the producer's epoch at the partition, so a marker with
+// the same epoch as an open transaction is INVALID_PRODUCER_EPOCH, unless
+// no transaction is open there (a retry of a marker already written) or
+// the epoch is 32767 (ProducerAppendInfo.checkProducerEpoch). The
+// coordinator's own markers carry version 2 for transactions v2 too.
+//
+// With ACLs on, the request needs ALTER or CLUSTER_ACTION on the cluster
+// (the partitions of every marker get CLUSTER_AUTHORIZATION_FAILED
+// otherwise), as in Kafka, where the Admin's abortTransaction needs ALTER
+// and the coordinators' own requests CLUSTER_ACTION.
+//
+// Deviation: a marker for __transaction_state is refused with
+// INVALID_TOPIC_EXCEPTION: that log belongs to the transaction
+// coordinator, which never writes transactional data there, so a marker
+// could end nothing and would only go around the coordinator's own log
+// writer.
 
 import (
 	"errors"
@@ -68,6 +82,13 @@ func (b *Broker) handleWriteTxnMarkers(c *conn, req *kmsg.WriteTxnMarkersRequest
 		}
 	}
 	if len(targets) == 0 {
+		fillMarkerResponse(resp, req, targets)
+		return respond(resp)
+	}
+	if !b.allowedCluster(c, opAlter) && !b.allowedCluster(c, opClusterAction) {
+		for i := range targets {
+			targets[i].code = kerr.ClusterAuthorizationFailed.Code
+		}
 		fillMarkerResponse(resp, req, targets)
 		return respond(resp)
 	}
@@ -116,14 +137,14 @@ func (b *Broker) writeOneMarker(m *kmsg.WriteTxnMarkersRequestMarker, name strin
 			done(kerr.NotLeaderForPartition)
 			return
 		}
-		store.CompleteTxn([]int32{index}, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed, func(err error) {
+		store.CompleteTxnTV([]int32{index}, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed, m.TransactionVersion, func(err error) {
 			if errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.NotCoordinator) {
 				err = kerr.NotLeaderForPartition
 			}
 			done(err)
 		})
 	default:
-		res, err := p.AppendMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, time.Now().UnixMilli())
+		res, err := p.AppendMarkerTV(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion, time.Now().UnixMilli())
 		if err != nil {
 			done(err)
 			return

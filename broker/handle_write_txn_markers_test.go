@@ -145,7 +145,7 @@ func TestWriteTxnMarkersErrors(t *testing.T) {
 	w := dialWire(t, srv)
 	x := hangTxn(t, w, "e")
 
-	for _, v := range []int16{0, 1} {
+	for _, v := range []int16{1, 2} {
 		if got := writeMarkers(t, w, v); len(got) != 0 {
 			t.Fatalf("v%d: no markers answered %v", v, got)
 		}
@@ -174,7 +174,7 @@ func TestWriteTxnMarkersErrors(t *testing.T) {
 	}
 
 	// A newer coordinator epoch fences markers of older ones.
-	got = writeMarkers(t, w, 0, marker(x.pid, x.epoch, 5, false, "tx", 0, 1))
+	got = writeMarkers(t, w, 2, marker(x.pid, x.epoch, 5, false, "tx", 0, 1))
 	testenv.WantCode(t, "abort at coordinator epoch 5 (tx-0)", got[x.pid]["tx"][0], nil)
 	testenv.WantCode(t, "abort at coordinator epoch 5 (tx-1)", got[x.pid]["tx"][1], nil)
 	got = writeMarkers(t, w, 1, marker(x.pid, x.epoch, 4, true, "tx", 0))
@@ -216,5 +216,69 @@ func TestWriteTxnMarkersOffsets(t *testing.T) {
 	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "tx", Partitions: []int32{0}}}
 	if rp := w.do(fetch).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]; rp.ErrorCode != 0 || rp.Offset != 42 {
 		t.Fatalf("offset after the marker: %+v, want 42", rp)
+	}
+}
+
+// TestWriteTxnMarkersV2: a v2 marker of transaction version 2 must carry
+// an epoch above its transaction's (the epoch EndTxn v5 bumped); the same
+// epoch is refused while the transaction is open and passes as a retry
+// once it ended. Version 0 markers keep v1's rule.
+func TestWriteTxnMarkersV2(t *testing.T) {
+	srv := newTestServer(t, nil)
+	createTopic(t, srv, "tx", 2)
+	w := dialWire(t, srv)
+	x := hangTxn(t, w, "v2")
+	p := srv.Store().Partitions(partitionTopicID(t, srv, "tx"))[0]
+	tv := func(m kmsg.WriteTxnMarkersRequestMarker, v int8) kmsg.WriteTxnMarkersRequestMarker {
+		m.TransactionVersion = v
+		return m
+	}
+	got := writeMarkers(t, w, 2, tv(marker(x.pid, x.epoch, 0, false, "tx", 0), 2))
+	testenv.WantCode(t, "TV2 marker at the transaction's epoch", got[x.pid]["tx"][0], kerr.InvalidProducerEpoch)
+	if p.LastStableOffset() == p.HighWatermark() {
+		t.Fatal("the refused marker ended the transaction")
+	}
+	got = writeMarkers(t, w, 2, tv(marker(x.pid, x.epoch+1, 0, false, "tx", 0), 2))
+	testenv.WantCode(t, "TV2 marker at the bumped epoch", got[x.pid]["tx"][0], nil)
+	testenv.Eventually(t, 10*time.Second, "the abort marker", func() bool { return p.LastStableOffset() == p.HighWatermark() })
+	got = writeMarkers(t, w, 2, tv(marker(x.pid, x.epoch+1, 0, false, "tx", 0), 2))
+	testenv.WantCode(t, "TV2 marker retried", got[x.pid]["tx"][0], nil)
+	got = writeMarkers(t, w, 2, tv(marker(x.pid, x.epoch, 0, false, "tx", 0), 0))
+	testenv.WantCode(t, "TV0 marker below the current epoch", got[x.pid]["tx"][0], kerr.InvalidProducerEpoch)
+}
+
+// TestWriteTxnMarkersNeedsClusterAccess: with ACLs on, WriteTxnMarkers
+// needs ALTER or CLUSTER_ACTION on the cluster; without, every partition
+// of every marker gets CLUSTER_AUTHORIZATION_FAILED.
+func TestWriteTxnMarkersNeedsClusterAccess(t *testing.T) {
+	t.Parallel()
+	srv := aclServer(t, "")
+	ctx := testCtx(t)
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Markers = []kmsg.WriteTxnMarkersRequestMarker{marker(5, 0, 0, false, "nope", 0, 1), marker(6, 0, 0, true, "nope", 2)}
+	for _, c := range []struct {
+		user string
+		want *kerr.Error
+	}{{"alice", kerr.ClusterAuthorizationFailed}, {"admin", kerr.UnknownTopicOrPartition}} {
+		cl := userClient(t, srv, c.user)
+		if err := cl.Ping(ctx); err != nil {
+			t.Fatalf("%s: ping: %v", c.user, err)
+		}
+		kresp, err := cl.Broker(0).Request(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.user, err)
+		}
+		n := 0
+		for _, m := range kresp.(*kmsg.WriteTxnMarkersResponse).Markers {
+			for _, rt := range m.Topics {
+				for _, rp := range rt.Partitions {
+					n++
+					testenv.WantCode(t, c.user, rp.ErrorCode, c.want)
+				}
+			}
+		}
+		if n != 3 {
+			t.Fatalf("%s: %d partitions answered, want 3", c.user, n)
+		}
 	}
 }

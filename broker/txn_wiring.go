@@ -82,13 +82,14 @@ func (b *Broker) groupPartition(groupID string) txn.TopicPartition {
 const ownCoordinatorEpoch = partition.OwnCoordinatorEpoch
 
 // writeMarkers writes the end-transaction markers of a producer into every
-// partition of its transaction and calls done once they are durable. A
+// partition of its transaction, with transaction version tv (2 for
+// transactions v2), and calls done once they are durable. A
 // __consumer_offsets partition gets its marker through the offsets store,
 // which makes the transaction's offsets visible (commit) or drops them
 // (abort). A partition that no longer exists (its topic was deleted) needs
 // no marker. The partitions whose marker could not be written are reported
 // in a txn.MarkerError, so the coordinator retries only those.
-func (b *Broker) writeMarkers(producerID int64, epoch int16, commit bool, tps []txn.TopicPartition, done func(error)) {
+func (b *Broker) writeMarkers(producerID int64, epoch int16, commit bool, tv int8, tps []txn.TopicPartition, done func(error)) {
 	nowMs := time.Now().UnixMilli()
 	var failed []txn.TopicPartition
 	var firstErr error
@@ -107,7 +108,7 @@ func (b *Broker) writeMarkers(producerID int64, epoch int16, commit bool, tps []
 		if p == nil {
 			continue
 		}
-		res, err := p.AppendMarker(producerID, epoch, commit, ownCoordinatorEpoch, nowMs)
+		res, err := p.AppendMarkerTV(producerID, epoch, commit, ownCoordinatorEpoch, tv, nowMs)
 		if err != nil {
 			failed = append(failed, tp)
 			if firstErr == nil {
@@ -146,5 +147,5 @@ func (b *Broker) writeMarkers(producerID int64, epoch int16, commit bool, tps []
 		finish(err)
 		return
 	}
-	store.CompleteTxn(offsetsParts, producerID, epoch, ownCoordinatorEpoch, commit, finish)
+	store.CompleteTxnTV(offsetsParts, producerID, epoch, ownCoordinatorEpoch, commit, tv, finish)
 }

@@ -35,6 +35,12 @@ func (l *Log[R]) WriteTxn(part int, producerID int64, epoch int16, recs []R, don
 // request carries the sender's), which the partition checks against the
 // last marker's (TRANSACTION_COORDINATOR_FENCED).
 func (l *Log[R]) WriteMarker(part int, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, done func(error)) {
+	l.WriteMarkerTV(part, producerID, epoch, coordinatorEpoch, commit, 0, done)
+}
+
+// WriteMarkerTV is WriteMarker for a marker of the given transaction
+// version (partition.Marker.TransactionVersion).
+func (l *Log[R]) WriteMarkerTV(part int, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, transactionVersion int8, done func(error)) {
 	if done == nil {
 		done = func(error) {}
 	}
@@ -45,7 +51,7 @@ func (l *Log[R]) WriteMarker(part int, producerID int64, epoch int16, coordinato
 		done(kerr.CoordinatorNotAvailable)
 		return
 	}
-	res, err := p.AppendMarker(producerID, epoch, commit, coordinatorEpoch, time.Now().UnixMilli())
+	res, err := p.AppendMarkerTV(producerID, epoch, commit, coordinatorEpoch, transactionVersion, time.Now().UnixMilli())
 	if err != nil {
 		l.mu.Unlock()
 		done(fmt.Errorf("%s: write marker to %s-%d: %w", l.cfg.Name, p.Topic(), p.Index(), err))

@@ -22,6 +22,12 @@ func (s *Store) CommitTxn(group string, producerID int64, epoch int16, cs []Comm
 // hears nil when every marker is durable, else the first error.
 // coordinatorEpoch is as for coordlog.Log.WriteMarker.
 func (s *Store) CompleteTxn(parts []int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, done func(error)) {
+	s.CompleteTxnTV(parts, producerID, epoch, coordinatorEpoch, commit, 0, done)
+}
+
+// CompleteTxnTV is CompleteTxn with markers of the given transaction
+// version (partition.Marker.TransactionVersion).
+func (s *Store) CompleteTxnTV(parts []int32, producerID int64, epoch int16, coordinatorEpoch int32, commit bool, transactionVersion int8, done func(error)) {
 	var valid []int
 	for _, p := range parts {
 		if p >= 0 && int(p) < s.log.Partitions() {
@@ -36,7 +42,7 @@ func (s *Store) CompleteTxn(parts []int32, producerID int64, epoch int16, coordi
 	left := len(valid)
 	var errs []error
 	for _, p := range valid {
-		s.log.WriteMarker(p, producerID, epoch, coordinatorEpoch, commit, func(err error) {
+		s.log.WriteMarkerTV(p, producerID, epoch, coordinatorEpoch, commit, transactionVersion, func(err error) {
 			mu.Lock()
 			if err != nil {
 				errs = append(errs, err)

@@ -407,6 +407,12 @@ type Marker struct {
 	ProducerEpoch    int16
 	CoordinatorEpoch int32
 	Commit           bool
+	// TransactionVersion is the transaction version of the marker
+	// (WriteTxnMarkers v2, KIP-890 part 2): from 2 on, its epoch is the
+	// one transactions v2 bumped at the end of the transaction and must
+	// be above the producer's (ProducerAppendInfo.checkProducerEpoch).
+	// It is not stored; recovery replays markers unchecked.
+	TransactionVersion int8
 	// Timestamp is the marker's timestamp, which becomes the producer's
 	// LastTimestamp (ProducerStateEntry.update).
 	Timestamp int64
@@ -455,6 +461,14 @@ func (s *ProducerStates) CheckMarker(m Marker) error {
 	}
 	if m.ProducerEpoch < e.epoch {
 		return fmt.Errorf("partition: producer %d: marker epoch %d is older than the current epoch %d: %w",
+			m.ProducerID, m.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
+	}
+	// Transactions v2: the marker's epoch must be above the epoch of the
+	// transaction's data. The same epoch is a retried marker of a
+	// transaction already ended here (no transaction open), or one at
+	// 32767, which a fence cannot bump; Kafka writes it again.
+	if m.TransactionVersion >= 2 && m.ProducerEpoch == e.epoch && e.txnFirstOffset >= 0 && m.ProducerEpoch != math.MaxInt16 {
+		return fmt.Errorf("partition: producer %d: transactions v2 marker epoch %d is not above the epoch %d of its open transaction: %w",
 			m.ProducerID, m.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
 	}
 	if m.CoordinatorEpoch < e.coordinatorEpoch {

@@ -175,6 +175,13 @@ const OwnCoordinatorEpoch int32 = math.MinInt32
 // coordinatorEpoch OwnCoordinatorEpoch writes the marker of this broker's
 // own transaction coordinator.
 func (p *Partition) AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch int32, nowMs int64) (AppendResult, error) {
+	return p.AppendMarkerTV(producerID, epoch, commit, coordinatorEpoch, 0, nowMs)
+}
+
+// AppendMarkerTV is AppendMarker for a marker of the given transaction
+// version (Marker.TransactionVersion): at 2 and up (transactions v2) its
+// epoch must be above the producer's, unless it is a retry.
+func (p *Partition) AppendMarkerTV(producerID int64, epoch int16, commit bool, coordinatorEpoch int32, transactionVersion int8, nowMs int64) (AppendResult, error) {
 	cfg := p.cfg.Load()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -184,7 +191,8 @@ func (p *Partition) AppendMarker(producerID int64, epoch int16, commit bool, coo
 	if coordinatorEpoch == OwnCoordinatorEpoch {
 		coordinatorEpoch = p.mu.producers.ownCoordinatorEpoch(producerID)
 	}
-	m := Marker{ProducerID: producerID, ProducerEpoch: epoch, CoordinatorEpoch: coordinatorEpoch, Commit: commit, Timestamp: nowMs}
+	m := Marker{ProducerID: producerID, ProducerEpoch: epoch, CoordinatorEpoch: coordinatorEpoch, Commit: commit, Timestamp: nowMs,
+		TransactionVersion: transactionVersion}
 	var buf [batch.HeaderSize + 32]byte
 	b := batch.AppendEndTxnMarker(buf[:0], nowMs, producerID, epoch, batch.EndTxnMarker{Commit: commit, CoordinatorEpoch: coordinatorEpoch})
 	if err := p.mu.producers.CheckMarker(m); err != nil {

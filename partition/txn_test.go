@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -206,6 +207,48 @@ func TestMarkerFencing(t *testing.T) {
 		if want := map[int64]int32{7: 4, 8: 0}[v.ProducerID]; v.CoordinatorEpoch != want {
 			t.Errorf("producer %d: coordinator epoch %d, want %d", v.ProducerID, v.CoordinatorEpoch, want)
 		}
+	}
+}
+
+// TestMarkerTransactionVersion2: a marker of transaction version 2
+// (WriteTxnMarkers v2, KIP-890 part 2) must carry an epoch above its open
+// transaction's; the same epoch passes only as a retry, once no
+// transaction is open, or at 32767 (ProducerAppendInfo.checkProducerEpoch).
+func TestMarkerTransactionVersion2(t *testing.T) {
+	s := openStore(t, testStoreConfig(t, FlushAsync), spec(0, 1))
+	p := s.Partition(topicID(0), 0)
+	mustAppend(t, s, p, txnTB(7, 3, 0, 1), 0)
+	end := p.LogEndOffset()
+	if _, err := p.AppendMarkerTV(7, 3, true, 0, 2, 1); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("TV2 marker at the data's epoch: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if p.LogEndOffset() != end || p.LastStableOffset() == p.HighWatermark() {
+		t.Fatal("a refused marker was written or ended the transaction")
+	}
+	if _, err := p.AppendMarkerTV(7, 4, true, 0, 2, 1); err != nil {
+		t.Fatalf("TV2 marker at the bumped epoch: %v", err)
+	}
+	if _, err := p.AppendMarkerTV(7, 4, true, 0, 2, 1); err != nil {
+		t.Fatalf("TV2 marker retried: %v", err)
+	}
+	if _, err := p.AppendMarkerTV(7, 3, true, 0, 0, 1); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("TV0 marker below the current epoch: %v", err)
+	}
+	// A transaction of the bumped epoch: TV0 takes the same epoch, TV2
+	// refuses it, and 32767 (a fence's epoch) passes either way.
+	mustAppend(t, s, p, txnTB(7, 4, 0, 1), 0)
+	if _, err := p.AppendMarkerTV(7, 4, false, 0, 2, 1); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("TV2 marker at the epoch of an open transaction: %v", err)
+	}
+	if _, err := p.AppendMarkerTV(7, 4, false, 0, 0, 1); err != nil {
+		t.Fatalf("TV0 marker at the data's epoch: %v", err)
+	}
+	mustAppend(t, s, p, txnTB(8, math.MaxInt16, 0, 1), 0)
+	if _, err := p.AppendMarkerTV(8, math.MaxInt16, false, 0, 2, 1); err != nil {
+		t.Fatalf("TV2 marker at epoch 32767: %v", err)
+	}
+	if p.LastStableOffset() != p.HighWatermark() {
+		t.Fatal("transactions left open")
 	}
 }
 

@@ -116,7 +116,11 @@ type Deps struct {
 	// markers after a coordinator failover too). It must not wait for
 	// durability (done does) nor call the Coordinator's methods; it is
 	// never called with a lock of the coordinator held.
-	WriteMarkers func(producerID int64, epoch int16, commit bool, partitions []TopicPartition, done func(error))
+	// transactionVersion is 2 for a transaction of transactions v2
+	// (whose markers carry the bumped epoch, which the partitions check
+	// is above the data's, as Kafka's markers of WriteTxnMarkers v2 do),
+	// 0 otherwise.
+	WriteMarkers func(producerID int64, epoch int16, commit bool, transactionVersion int8, partitions []TopicPartition, done func(error))
 	// GroupPartition is the __consumer_offsets partition of a group
 	// (AddOffsetsToTxn adds it to the transaction).
 	GroupPartition func(group string) TopicPartition
@@ -166,6 +170,11 @@ type Coordinator struct {
 		parked map[*parked]struct{}
 		// timers are the pending retries, stopped by Close.
 		timers map[*time.Timer]struct{}
+		// waiting are the transactions v2 adds parked per transactional
+		// id until it is no longer busy (AddPartitionsV2).
+		waiting map[string][]*adder
+		// noParking is set by StopParking: busy ids are answered at once.
+		noParking bool
 	}
 
 	// stop ends the background loop; wg counts it and the timer
@@ -210,6 +219,7 @@ func Open(cfg Config, ps *partition.Store, parts []*partition.Partition, deps De
 	c.mu.txns = map[string]*txnMeta{}
 	c.mu.parked = map[*parked]struct{}{}
 	c.mu.timers = map[*time.Timer]struct{}{}
+	c.mu.waiting = map[string][]*adder{}
 
 	start := time.Now()
 	l, ld, err := coordlog.Open(coordlog.Config{
@@ -277,6 +287,7 @@ func (c *Coordinator) close(snapshot bool) error {
 		t.Stop()
 	}
 	clear(c.mu.timers)
+	clear(c.mu.waiting) // parked: answered below
 	c.mu.Unlock()
 	c.log.Close()
 	close(c.stop)
@@ -374,8 +385,14 @@ func (c *Coordinator) unpark(p *parked) bool {
 func (c *Coordinator) after(d time.Duration, f func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.afterLocked(d, f)
+}
+
+// afterLocked is after with c.mu held; it returns the timer (nil after
+// Close).
+func (c *Coordinator) afterLocked(d time.Duration, f func()) *time.Timer {
 	if c.mu.closed {
-		return
+		return nil
 	}
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
@@ -393,6 +410,7 @@ func (c *Coordinator) after(d time.Duration, f func()) {
 		pprof.Do(context.Background(), pprof.Labels("txn", "retry"), func(context.Context) { f() })
 	})
 	c.mu.timers[t] = struct{}{}
+	return t
 }
 
 // closed reports whether Close has begun.

@@ -39,7 +39,7 @@ func TestCommitAndAbort(t *testing.T) {
 		testenv.WantErr(t, "commit", e.end("a", pid, epoch, true), nil)
 		settle()
 		calls := e.markers.get()
-		if len(calls) != 1 || !calls[0].Commit || calls[0].PID != pid || calls[0].Epoch != epoch ||
+		if len(calls) != 1 || !calls[0].Commit || calls[0].PID != pid || calls[0].Epoch != epoch || calls[0].TV != 0 ||
 			!slices.Equal(calls[0].Partitions, []TopicPartition{tp("t", 0), tp("t", 1), tp("u", 0)}) {
 			t.Fatalf("markers %v", calls)
 		}

@@ -109,6 +109,13 @@
 //		close(ready)
 //	})
 //
+// AddPartitionsV2 with a wait parks an implicit add (Produce v12+,
+// TxnOffsetCommit v5+) that meets its transactional id busy (a transition
+// in flight, the previous transaction completing) in Coordinator.mu.waiting:
+// each record of the id applied, and each failed write of it, decides the
+// parked adds again (from a timer goroutine, since Apply holds the log's
+// lock), and a timer answers CONCURRENT_TRANSACTIONS at the deadline.
+//
 // Verify, Describe and List answer at once. Every outcome is nil or an
 // error wrapping one *kerr.Error for the handler to put in the response.
 // Close answers every parked request with NOT_COORDINATOR (the client
@@ -170,7 +177,11 @@
 //     (Deps.WriteMarkers writes the markers locally); markers are retried
 //     as one call per transaction (or per MarkerError.Remaining).
 //   - Two-phase commit (KIP-939: InitProducerId v6, NextProducerEpoch)
-//     is not implemented.
+//     is not implemented; Kafka 4.4 keeps InitProducerId v6 unstable (not
+//     served without unstable.api.versions.enable).
+//   - An implicit add of transactions v2 waits for a busy id (see
+//     AddPartitionsV2) where Kafka's partition leader retries it every
+//     20 ms for up to 100 ms.
 //   - Values are always written at v1 (Kafka writes v0 until
 //     transaction.version ≥ 1) for their PreviousProducerId, which
 //     recognises a retried InitProducerId after a producer id rotation

@@ -338,6 +338,7 @@ func (c *Coordinator) afterPrepare(r rec, fence bool, answerResult func(EndResul
 			if t := c.mu.txns[r.id]; t != nil && t.pending == r.state {
 				t.pending = noState
 				t.failedFence = t.failedFence || fence
+				c.wakeLocked(r.id)
 			}
 			c.mu.Unlock()
 			answer(err)
@@ -379,7 +380,10 @@ func (c *Coordinator) afterPrepare(r rec, fence bool, answerResult func(EndResul
 // completion is a transaction in PrepareCommit or PrepareAbort on its way
 // to CompleteCommit or CompleteAbort: its markers, then its record.
 type completion struct {
-	commit     bool
+	commit bool
+	// v2 is a transaction of transactions v2: its markers have
+	// transaction version 2.
+	v2         bool
 	producerID int64
 	epoch      int16
 	partitions []TopicPartition
@@ -405,7 +409,7 @@ func (c *Coordinator) prepareCompleteLocked(t *txnMeta, nowMs int64) completion 
 	r.nextProducerID = noProducerID
 	t.pending = to
 	return completion{
-		commit: to == CompleteCommit, producerID: t.producerID, epoch: t.epoch,
+		commit: to == CompleteCommit, v2: t.v2, producerID: t.producerID, epoch: t.epoch,
 		partitions: t.sortedPartitions(), complete: r,
 	}
 }
@@ -437,7 +441,11 @@ func (c *Coordinator) sendMarkers(cp completion, attempt int) {
 		c.writeComplete(cp, 0)
 		return
 	}
-	c.deps.WriteMarkers(cp.producerID, cp.epoch, cp.commit, cp.partitions, func(err error) {
+	var tv int8
+	if cp.v2 {
+		tv = transactionVersion2
+	}
+	c.deps.WriteMarkers(cp.producerID, cp.epoch, cp.commit, tv, cp.partitions, func(err error) {
 		if err == nil {
 			c.writeComplete(cp, 0)
 			return

@@ -237,5 +237,6 @@ func (c *Coordinator) resetPending(id string, to State) {
 	defer c.mu.Unlock()
 	if t := c.mu.txns[id]; t != nil && t.pending == to {
 		t.pending = noState
+		c.wakeLocked(id)
 	}
 }

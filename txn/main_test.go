@@ -35,6 +35,7 @@ type markerCall struct {
 	PID        int64
 	Epoch      int16
 	Commit     bool
+	TV         int8 // the markers' transaction version
 	Partitions []TopicPartition
 	At         time.Time
 }
@@ -51,9 +52,9 @@ type fakeMarkers struct {
 	held    []func(error)
 }
 
-func (f *fakeMarkers) write(pid int64, epoch int16, commit bool, parts []TopicPartition, done func(error)) {
+func (f *fakeMarkers) write(pid int64, epoch int16, commit bool, tv int8, parts []TopicPartition, done func(error)) {
 	f.mu.Lock()
-	f.calls = append(f.calls, markerCall{pid, epoch, commit, slices.Clone(parts), time.Now()})
+	f.calls = append(f.calls, markerCall{pid, epoch, commit, tv, slices.Clone(parts), time.Now()})
 	var err error
 	if f.fail > 0 {
 		f.fail--

@@ -162,6 +162,9 @@ func (st *state) Apply(r *rec) {
 	c := (*Coordinator)(st)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Adds parked on the id decide again (after this record, from their
+	// own goroutines: the log's lock is held here).
+	defer c.wakeLocked(r.id)
 	if r.tombstone {
 		delete(c.mu.txns, r.id)
 		return

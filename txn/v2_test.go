@@ -22,7 +22,7 @@ func (e *env) endV2(id string, pid int64, epoch int16, commit bool) EndResult {
 
 func (e *env) addV2(id string, pid int64, epoch int16, tps ...TopicPartition) error {
 	ch := make(chan error, 2)
-	e.c.AddPartitionsV2(id, pid, epoch, tps, func(err error) { ch <- err })
+	e.c.AddPartitionsV2(id, pid, epoch, tps, 0, func(err error) { ch <- err })
 	return <-ch
 }
 
@@ -54,7 +54,7 @@ func TestV2EpochBumpPerTransaction(t *testing.T) {
 					settle()
 					calls := e.markers.get()
 					last := calls[len(calls)-1]
-					if len(calls) != i+1 || last.PID != pid || last.Epoch != epoch+1 || last.Commit != commit ||
+					if len(calls) != i+1 || last.PID != pid || last.Epoch != epoch+1 || last.Commit != commit || last.TV != 2 ||
 						!slices.Equal(last.Partitions, []TopicPartition{tp("t", int32(i)), tp("u", 0)}) {
 						t.Fatalf("markers %v", calls)
 					}
@@ -300,5 +300,103 @@ func TestV2CrashMidTransaction(t *testing.T) {
 		if calls := e.markers.get(); len(calls) != 2 || calls[1].Commit || calls[1].Epoch != qepoch+1 {
 			t.Fatalf("markers %v", calls)
 		}
+	})
+}
+
+// TestV2AddParksUntilComplete: an implicit add that meets the previous
+// transaction still writing its markers is parked, not refused, and is
+// answered once the completion is durable; with no wait it gets
+// CONCURRENT_TRANSACTIONS at once (AddPartitionsToTxn v4+), and a parked
+// add whose wait passes first gets it at the deadline.
+func TestV2AddParksUntilComplete(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			run(t, mode, func(t *testing.T, e *env) {
+				pid, epoch := e.mustInit("a")
+				testenv.WantErr(t, "add", e.addV2("a", pid, epoch, tp("t", 0)), nil)
+				e.markers.setHold(true)
+				r := e.endV2("a", pid, epoch, true)
+				wantEnd(t, "end", r, nil, pid, epoch+1)
+				settle()
+				e.wantState("a", PrepareCommit, pid, epoch+1)
+
+				testenv.WantErr(t, "add without waiting", e.addV2("a", pid, epoch+1, tp("t", 1)), kerr.ConcurrentTransactions)
+
+				got := make(chan error, 1)
+				e.c.AddPartitionsV2("a", pid, epoch+1, []TopicPartition{tp("t", 1)}, time.Minute, func(err error) { got <- err })
+				settle()
+				select {
+				case err := <-got:
+					t.Fatalf("parked add answered %v before the completion", err)
+				default:
+				}
+				e.markers.release()
+				settle()
+				select {
+				case err := <-got:
+					testenv.WantErr(t, "parked add", err, nil)
+				default:
+					t.Fatal("parked add not answered after the completion was durable")
+				}
+				e.wantState("a", Ongoing, pid, epoch+1)
+				if d := e.describe("a"); !slices.Equal(d.Partitions, []TopicPartition{tp("t", 1)}) {
+					t.Fatalf("partitions %v, want [t-1]", d.Partitions)
+				}
+
+				// A wait shorter than the completion: the deadline answers.
+				e.markers.setHold(true)
+				wantEnd(t, "end 2", e.endV2("a", pid, epoch+1, false), nil, pid, epoch+2)
+				settle()
+				start := time.Now()
+				e.c.AddPartitionsV2("a", pid, epoch+2, []TopicPartition{tp("t", 2)}, time.Second, func(err error) { got <- err })
+				err := <-got
+				testenv.WantErr(t, "add past its wait", err, kerr.ConcurrentTransactions)
+				if waited := time.Since(start); waited != time.Second {
+					t.Fatalf("answered after %v, want the 1 s wait", waited)
+				}
+				e.markers.release()
+				settle()
+				e.wantState("a", CompleteAbort, pid, epoch+2)
+			})
+		})
+	}
+}
+
+// TestV2ParkedAddAtClose: Close answers a parked add NOT_COORDINATOR.
+func TestV2ParkedAddAtClose(t *testing.T) {
+	run(t, partition.FlushSync, func(t *testing.T, e *env) {
+		pid, epoch := e.mustInit("a")
+		testenv.WantErr(t, "add", e.addV2("a", pid, epoch, tp("t", 0)), nil)
+		e.markers.setHold(true)
+		wantEnd(t, "end", e.endV2("a", pid, epoch, true), nil, pid, epoch+1)
+		settle()
+		got := make(chan error, 1)
+		e.c.AddPartitionsV2("a", pid, epoch+1, []TopicPartition{tp("t", 1)}, time.Minute, func(err error) { got <- err })
+		settle()
+		go e.markers.release() // so that Close does not wait on held markers forever
+		e.c.Close()
+		testenv.WantErr(t, "parked add at Close", <-got, kerr.NotCoordinator)
+	})
+}
+
+// TestV2StopParking: StopParking answers parked adds NOT_COORDINATOR and
+// later busy adds at once, so that a shutting-down broker's connections
+// need not wait out their requests' timeouts.
+func TestV2StopParking(t *testing.T) {
+	run(t, partition.FlushSync, func(t *testing.T, e *env) {
+		pid, epoch := e.mustInit("a")
+		testenv.WantErr(t, "add", e.addV2("a", pid, epoch, tp("t", 0)), nil)
+		e.markers.setHold(true)
+		wantEnd(t, "end", e.endV2("a", pid, epoch, true), nil, pid, epoch+1)
+		settle()
+		got := make(chan error, 2)
+		e.c.AddPartitionsV2("a", pid, epoch+1, []TopicPartition{tp("t", 1)}, time.Minute, func(err error) { got <- err })
+		settle()
+		e.c.StopParking()
+		testenv.WantErr(t, "parked add at StopParking", <-got, kerr.NotCoordinator)
+		e.c.AddPartitionsV2("a", pid, epoch+1, []TopicPartition{tp("t", 1)}, time.Minute, func(err error) { got <- err })
+		testenv.WantErr(t, "busy add after StopParking", <-got, kerr.ConcurrentTransactions)
+		e.markers.release()
+		settle()
 	})
 }
