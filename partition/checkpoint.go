@@ -48,6 +48,11 @@ type partitionCheckpoint struct {
 	// closed until first used (lazy.go). Absent in checkpoints written
 	// before it existed, which opens every queue.
 	End *int64 `json:",omitempty"`
+	// Summary is what retention and the size metric need of the
+	// partition's batches, so that they can leave its queue closed after
+	// a restart (lazy.go). Absent for a compacted partition with a clean
+	// store and in older checkpoints: retention then opens the queue.
+	Summary *queueSummary `json:",omitempty"`
 }
 
 // checkpointFile is the JSON form: keys in hex, a checksum over the body.
@@ -163,6 +168,7 @@ func (s *Store) Checkpoint() error {
 		if p.deleted.Load() {
 			continue
 		}
+		pc.Summary = p.summarize(pc.LogStart, pc.Next)
 		if p.cq.Load() != nil {
 			live = append(live, p) // a closed queue has nothing new
 		}

@@ -98,6 +98,10 @@ type Partition struct {
 		err error
 	}
 
+	// summary describes the batches for retention and the size metric
+	// while the queue is closed (summary.go); use closedSummary().
+	summary atomic.Pointer[queueSummary]
+
 	cfg atomic.Pointer[TopicConfig]
 
 	// clean is the published generation of the partition's clean store

@@ -220,6 +220,7 @@ func (st *replayState) restore() {
 	if saved.End != nil {
 		p.mu.lastEnd = *saved.End
 	}
+	p.summary.Store(saved.Summary)
 	prods, perr := LoadProducerSnapshot(saved.Producers)
 	aborted, aerr := loadAbortedSnapshot(saved.Aborted)
 	if perr == nil && aerr == nil {

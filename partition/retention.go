@@ -58,6 +58,9 @@ func (p *Partition) retentionStart(nowMs int64) int64 {
 	if start >= hw {
 		return start
 	}
+	if s := p.closedSummary(); s != nil && s.keeps(cfg, nowMs) {
+		return start // without opening the queue (summary.go)
+	}
 	cand := start
 	if cfg.RetentionMs >= 0 {
 		if e, ok := p.findTimestamp(nowMs - cfg.RetentionMs); ok {
@@ -116,6 +119,16 @@ func (s *Store) EnforceRetention(ctx context.Context) (int, error) {
 	var blocker *Partition
 	for _, p := range ps {
 		if p.deleted.Load() {
+			continue
+		}
+		if sum := p.closedSummary(); sum != nil {
+			// Its queue stays closed (summary.go): nothing moved its log
+			// start since the summary, so its first batch is still there.
+			if sum.Pos >= 0 {
+				if pos := sum.Pos - int64(s.clog.HeaderSize()); pos < minLive {
+					minLive, blocker = pos, p
+				}
+			}
 			continue
 		}
 		// A compacted partition needs the commit log only from its clean

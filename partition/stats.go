@@ -47,18 +47,56 @@ type partitionSize struct {
 // new generation of a compacted partition, which is rare. A compacted
 // partition counts its clean store below the clean end.
 func (p *Partition) Size() int64 {
+	if s := p.closedSummary(); s != nil {
+		return s.Bytes // the queue stays closed (summary.go)
+	}
 	p.size.Lock()
 	defer p.size.Unlock()
 	start, end, v := p.logStart.Load(), p.logEnd.Load(), p.clean.Load()
 	if start != p.size.from || end < p.size.to || v != p.size.view {
 		p.size.from, p.size.to, p.size.bytes, p.size.view = start, start, 0, v
 	}
+	p.advanceSizeLocked(end)
+	return p.size.bytes
+}
+
+// advanceSizeLocked adds the batches from the cache's end up to end.
+func (p *Partition) advanceSizeLocked(end int64) {
 	p.eachEntry(p.size.to, end, func(e batchRef) bool {
 		p.size.bytes += int64(e.Size)
 		p.size.to = e.NextOffset()
 		return true
 	})
-	return p.size.bytes
+}
+
+// sizeUpTo is the bytes of the batches from the one holding start up to
+// end, through the cache: the checkpoint's summary (summary.go) of a
+// partition that appends have moved past end meanwhile. ok is false when
+// the log start offset is no longer start, or a clean store counts.
+func (p *Partition) sizeUpTo(start, end int64) (int64, bool) {
+	p.size.Lock()
+	defer p.size.Unlock()
+	v := p.clean.Load()
+	if v != nil || start != p.logStart.Load() {
+		return 0, false
+	}
+	if start != p.size.from || v != p.size.view {
+		p.size.from, p.size.to, p.size.bytes, p.size.view = start, start, 0, v
+	}
+	if p.size.to < end {
+		p.advanceSizeLocked(end)
+		if p.size.to < end {
+			return 0, false // the queue lacks batches below end
+		}
+	}
+	bytes := p.size.bytes
+	if p.size.to > end {
+		p.eachEntry(end, p.size.to, func(e batchRef) bool {
+			bytes -= int64(e.Size)
+			return true
+		})
+	}
+	return bytes, true
 }
 
 // FlushStats describes the store's flushes since it opened. In sync mode
