@@ -66,7 +66,10 @@
 // those the checkpoint does not know, and those with batches past the
 // recovered end of the log; every other partition starts from its
 // checkpoint and opens its queue on first use (lazy.go), which cuts it to
-// the checkpoint and re-indexes it if it lacks batches. A compacted
+// the checkpoint and re-indexes it if it lacks batches. Retention and the
+// size metric work from the checkpoint's per-partition summary while a
+// queue is closed (summary.go), so they open only queues with data to
+// drop. A compacted
 // partition's clean store is the only copy of its cleaned range: it is
 // loaded from its manifest, never rebuilt, and a damaged one stops Open.
 //
