@@ -16,7 +16,7 @@ package broker
 // the high watermark or, read_committed, the last stable offset) is idle:
 // it is neither resolved nor read again until the partition tells the
 // session it changed (partition.Watcher: its watermarks or log start
-// moved, or it was deleted), which puts it on the session's dirty list,
+// moved, its leader moved in a simulated cluster, or it was deleted), which puts it on the session's dirty list,
 // or the client names it in a request. It would have been left out of the
 // answer anyway, since nothing of what decides that (records, error,
 // watermarks) changes without the partition telling. A fetch reads the

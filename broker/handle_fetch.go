@@ -109,7 +109,8 @@ type fetchPart struct {
 	// watermark, or the last stable offset for read_committed. A parked
 	// fetch waits for it to move.
 	lastEnd int64
-	// version is p.Changes() before the last read (fetch sessions).
+	// version is p.Changes() from before the leader check and the read
+	// (fetch sessions).
 	version uint64
 	// leader is the CurrentLeader hint of a partition that a simulated
 	// node refused (nodes_check.go); leader.HasCurrentLeader marks it.
@@ -158,6 +159,14 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 	if s := sr.session; s != nil {
 		s.watchPlan(plan)
 	}
+	// Planning again after the park needs nothing of the connection (busy
+	// with later requests by then, and their fault rules) but, in a
+	// simulated cluster, its node for the leader check: a stand-in
+	// carries that.
+	var node *conn
+	if b.nodes != nil {
+		node = &conn{b: b, l: c.l}
+	}
 	ready := make(chan struct{})
 	b.wg.Add(1)
 	go func() {
@@ -171,9 +180,8 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 		if skips {
 			// A skipped partition may be what changed: plan again from
 			// the session. Without a fault rule or an authorizer (skips),
-			// planning needs nothing of the connection, which is busy
-			// with later requests by now.
-			plan = b.planFetch(nil, req, b.fetchTopics(req, sr, true))
+			// planning needs at most the connection's node.
+			plan = b.planFetch(node, req, b.fetchTopics(req, sr, true))
 			plan.sr = sr
 		}
 		b.readFetch(plan, fr)
@@ -258,6 +266,11 @@ func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchR
 				fp.errCode = kerr.NotLeaderForPartition.Code
 			default:
 				fp.p = b.store.Partition(id, rp.Partition)
+				if fp.p != nil {
+					// Before the leader check as before the read: a leader
+					// move counts as a change (fetch_session.go).
+					fp.version = fp.p.Changes()
+				}
 				if fp.p == nil {
 					fp.errCode = kerr.UnknownTopicOrPartition.Code
 				} else if b.nodes != nil {
@@ -290,7 +303,6 @@ func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
 			HasCurrentLeader: fp.leader.HasCurrentLeader, CurrentLeaderID: fp.leader.CurrentLeaderID,
 			CurrentLeaderEpoch: fp.leader.CurrentLeaderEpoch}
 		if fp.errCode == 0 {
-			fp.version = fp.p.Changes() // before the read: see fetch_session.go
 			limit := min(fp.maxBytes, remaining)
 			start := len(fr.ranges)
 			var res partition.ReadResult
@@ -493,11 +505,11 @@ func (plan *fetchPlan) waitFor(fp *fetchPart) <-chan struct{} {
 // sessionSkips reports whether an incremental fetch on c may skip the
 // session partitions that have not changed (fetch_session.go): not when a
 // fault rule fired on it (its per-partition errors must reach every
-// partition), nor under an authorizer (ACL changes alone change answers),
-// nor in a simulated cluster (a leader move alone changes answers: a
-// partition that moved away must be answered NOT_LEADER_OR_FOLLOWER).
+// partition), nor under an authorizer (ACL changes alone change answers).
+// A simulated cluster's leader move is a partition change
+// (Partition.SetLeaderEpoch), so its sessions skip too.
 func (b *Broker) sessionSkips(c *conn) bool {
-	return c.inject == nil && b.security.authz == nil && b.nodes == nil
+	return c.inject == nil && b.security.authz == nil
 }
 
 // encodeFetch builds the response frame; the writer patches in the

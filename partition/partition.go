@@ -143,7 +143,8 @@ type Partition struct {
 	deleted atomic.Bool
 
 	// changes counts the moves of the high watermark, the last stable
-	// offset and the log start offset, and the deletion (watch.go).
+	// offset and the log start offset, the leader epoch changes and the
+	// deletion (watch.go).
 	changes atomic.Uint64
 	// watchers are signalled after each move of the high watermark or
 	// the last stable offset (watch.go).
@@ -230,12 +231,21 @@ func (p *Partition) LogEndOffset() int64 { return p.logEnd.Load() }
 // written from now on, as a new leader does (the broker's simulated
 // leader moves, broker/nodes.go), and returns the log end offset at the
 // change: the start offset of the epoch, which OffsetForLeaderEpoch
-// answers with.
+// answers with. A new epoch counts as a change for the partition's
+// watchers (watch.go): a fetch session that skips idle partitions must
+// answer a leader move (NOT_LEADER_OR_FOLLOWER on the old leader) as a
+// full fetch would.
 func (p *Partition) SetLeaderEpoch(epoch int32) int64 {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	changed := p.mu.leaderEpoch != epoch
 	p.mu.leaderEpoch = epoch
-	return p.mu.next
+	next := p.mu.next
+	p.mu.Unlock()
+	if changed {
+		p.changes.Add(1)
+		p.signalWatchers()
+	}
+	return next
 }
 
 // LogStartOffset is the first offset still stored.

@@ -13,7 +13,8 @@ package partition
 // a read and the start of a watch is not missed.
 
 // Changes counts the moves of the partition's high watermark, last stable
-// offset and log start offset, and its deletion. It is incremented after
+// offset and log start offset, its leader epoch changes (a simulated
+// cluster's leader moves, SetLeaderEpoch), and its deletion. It is incremented after
 // the move is visible, so a reader that loads it before reading the
 // offsets and finds it unchanged later knows that none of them moved.
 func (p *Partition) Changes() uint64 { return p.changes.Load() }
@@ -21,7 +22,8 @@ func (p *Partition) Changes() uint64 { return p.changes.Load() }
 // Watcher is told when a partition it watches changes.
 type Watcher interface {
 	// PartitionChanged is called after a move of the high watermark, the
-	// last stable offset or the log start offset, and at the deletion.
+	// last stable offset or the log start offset, a new leader epoch, and
+	// at the deletion.
 	// It runs under the partition's locks (an append's, among others):
 	// it must be quick, must not block, and must not call the partition.
 	PartitionChanged()
