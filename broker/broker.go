@@ -545,6 +545,10 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
+	// Large decompressions in progress or queued give up (retriable):
+	// several bombs waiting their turn would otherwise hold the stop for
+	// seconds each.
+	b.store.StopDecompressions()
 	for _, c := range conns {
 		c.stopReading()
 	}
@@ -621,6 +625,7 @@ func (b *Broker) crash() {
 	if !ok {
 		return
 	}
+	b.store.StopDecompressions()
 	for _, c := range conns {
 		c.stopReading()
 		c.cancel() // parked fetches and queued answers end now

@@ -72,3 +72,24 @@ func TestAppendManyDecompressBudget(t *testing.T) {
 		t.Fatalf("%d of %d bombs accepted, want 1 to %d", accepted, n, most)
 	}
 }
+
+// TestStopDecompressions: once the store stops decompressions (the
+// broker's Shutdown), a produced batch that needs a large decompression
+// is refused with the retriable NOT_LEADER_OR_FOLLOWER instead of waiting
+// its turn for the slot of large decompressions; a small one still goes
+// in.
+func TestStopDecompressions(t *testing.T) {
+	t.Parallel()
+	cfg := testStoreConfig(t, FlushAsync)
+	cfg.FullValidation = true
+	s := openStore(t, cfg, spec(0, 1))
+	p := s.Partition(topicID(0), 0)
+	s.StopDecompressions()
+	_, err := p.Append(zstdBomb(t, 4<<20), 9, 0)
+	if !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("a large decompression after the stop: %v, want NOT_LEADER_OR_FOLLOWER", err)
+	}
+	if _, err := p.Append(zstdBomb(t, 1000), 9, 0); err != nil {
+		t.Fatalf("a small batch after the stop: %v", err)
+	}
+}

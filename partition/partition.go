@@ -334,6 +334,7 @@ func (p *Partition) prepare(records []byte, produceVersion int16, nowMs int64, b
 		FullValidation:   p.store.cfg.FullValidation,
 		RequireKeys:      cfg.Compact,
 		DecompressBudget: budget,
+		Stop:             p.store.stopping,
 	}
 	if !cfg.LogAppendTime && (cfg.TimestampBeforeMaxMs < 1<<62 || cfg.TimestampAfterMaxMs < 1<<62) {
 		opts.CheckTimestamps = true

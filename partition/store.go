@@ -164,12 +164,15 @@ type Store struct {
 	throttle      *throttler
 	cleanerCancel context.CancelFunc
 
-	report  RecoveryReport
-	closed  atomic.Bool
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	cqRoot  string
-	metaDir string
+	report RecoveryReport
+	closed atomic.Bool
+	stop   chan struct{}
+	// stopping is closed by StopDecompressions (once: stoppingOnce).
+	stopping     chan struct{}
+	stoppingOnce sync.Once
+	wg           sync.WaitGroup
+	cqRoot       string
+	metaDir      string
 }
 
 // RecoveryReport says what Open found.
@@ -198,11 +201,12 @@ func WithLogger(lg *zap.Logger) Option { return func(s *Store) { s.lg = lg } }
 func Open(cfg Config, topics []TopicSpec, opts ...Option) (*Store, RecoveryReport, error) {
 	cfg.withDefaults()
 	s := &Store{
-		cfg:     cfg,
-		lg:      zap.NewNop(),
-		stop:    make(chan struct{}),
-		cqRoot:  filepath.Join(cfg.Dir, "consumequeue"),
-		metaDir: filepath.Join(cfg.Dir, "metadata"),
+		cfg:      cfg,
+		lg:       zap.NewNop(),
+		stop:     make(chan struct{}),
+		stopping: make(chan struct{}),
+		cqRoot:   filepath.Join(cfg.Dir, "consumequeue"),
+		metaDir:  filepath.Join(cfg.Dir, "metadata"),
 		flushStats: FlushStats{
 			Latency: metric.NewHistogram(metric.LatencyBounds),
 			Batch:   metric.NewHistogram(metric.CountBounds),
@@ -551,12 +555,23 @@ func (s *Store) background() {
 	}
 }
 
+// StopDecompressions makes the produce validations in progress and to
+// come give up a decompression of more than 1 MiB, with the retriable
+// NOT_LEADER_OR_FOLLOWER (batch.ValidateOptions.Stop): the broker calls it
+// when it begins to shut down, so that requests waiting their turn for
+// the slot of large decompressions (decompression bombs, typically) do
+// not hold the stop for seconds each. Small batches still validate.
+func (s *Store) StopDecompressions() {
+	s.stoppingOnce.Do(func() { close(s.stopping) })
+}
+
 // Close stops the flush services, checkpoints every partition and closes
 // the commit log cleanly, so the next Open needs no replay.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.StopDecompressions()
 	close(s.stop)
 	if s.cleanerCancel != nil {
 		s.cleanerCancel()
@@ -588,6 +603,7 @@ func (s *Store) Abandon() {
 	if s.closed.Swap(true) {
 		return
 	}
+	s.StopDecompressions()
 	close(s.stop)
 	s.wg.Wait()
 	if s.committer != nil {

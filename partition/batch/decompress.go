@@ -58,6 +58,11 @@ const zstdStep = 8 << 20
 // MESSAGE_TOO_LARGE.
 var errTooLarge = errors.New("batch: decompressed data exceeds the bound")
 
+// errStopped reports a decompression past decompressFree given up
+// because its stop signal closed (ValidateOptions.Stop): the broker is
+// shutting down and must not wait for bombs queued behind one slot.
+var errStopped = errors.New("batch: decompression stopped: the broker is shutting down")
+
 // xerialMagic starts a snappy stream framed by the xerial snappy-java
 // SnappyOutputStream, which Kafka's Java producer writes (Kafka's
 // SnappyCompression): 8 magic bytes, int32 version, int32 minimum compatible
@@ -78,6 +83,9 @@ type decompressor struct {
 	zsMax uint64 // WithDecoderMaxMemory last applied to zs
 	// big is set while d holds a slot of bigDecompressions.
 	big bool
+	// stop, when closed, makes a decompression past decompressFree give
+	// up (errStopped); nil never does.
+	stop <-chan struct{}
 	// spent is the output the last decompress produced, refused output
 	// and zstd's retries with a larger bound included: the work a
 	// request's decompression budget is charged.
@@ -98,6 +106,7 @@ func putDecompressor(d *decompressor) {
 	}
 	d.src.Reset(nil)
 	d.lim.R = nil
+	d.stop = nil
 	decompressors.Put(d)
 }
 
@@ -106,6 +115,14 @@ func putDecompressor(d *decompressor) {
 func (d *decompressor) decompress(codec Codec, src []byte, limit int) ([]byte, error) {
 	var err error
 	d.spent = 0
+	declared, ok := declaredSize(codec, src)
+	if ok && declared > int64(limit) {
+		return nil, errTooLarge // a bomb that says so: nothing decoded, nothing allocated
+	}
+	hint := 0
+	if ok {
+		hint = int(declared)
+	}
 	switch codec {
 	case CodecGzip:
 		// Java's GZIPInputStream also reads concatenated members, as
@@ -114,7 +131,7 @@ func (d *decompressor) decompress(codec Codec, src []byte, limit int) ([]byte, e
 		if err = d.gz.Reset(&d.src); err != nil {
 			return nil, err
 		}
-		d.buf, err = d.readAll(&d.gz, limit)
+		d.buf, err = d.readAll(&d.gz, limit, hint)
 	case CodecLZ4:
 		// Kafka's Lz4BlockInputStream reads the LZ4 frame format.
 		d.src.Reset(src)
@@ -122,9 +139,9 @@ func (d *decompressor) decompress(codec Codec, src []byte, limit int) ([]byte, e
 			d.lz = lz4.NewReader(nil)
 		}
 		d.lz.Reset(&d.src)
-		d.buf, err = d.readAll(d.lz, limit)
+		d.buf, err = d.readAll(d.lz, limit, hint)
 	case CodecZstd:
-		d.buf, err = d.zstd(src, limit)
+		d.buf, err = d.zstd(src, limit, hint)
 	case CodecSnappy:
 		d.buf, err = d.snappy(src, limit)
 	default:
@@ -137,26 +154,94 @@ func (d *decompressor) decompress(codec Codec, src []byte, limit int) ([]byte, e
 }
 
 // takeBig waits for a slot of bigDecompressions, unless d holds one: d is
-// about to hold more than decompressFree bytes of output.
-func (d *decompressor) takeBig() {
-	if !d.big {
-		bigDecompressions <- struct{}{}
+// about to hold more than decompressFree bytes of output. It gives up
+// with errStopped when d's stop signal closes first.
+func (d *decompressor) takeBig() error {
+	if d.big {
+		return nil
+	}
+	if d.stopped() {
+		return errStopped
+	}
+	select {
+	case bigDecompressions <- struct{}{}:
 		d.big = true
+		return nil
+	case <-d.stop:
+		return errStopped
 	}
 }
 
+// stopped reports whether d's stop signal has closed.
+func (d *decompressor) stopped() bool {
+	select {
+	case <-d.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// declaredSize is the decompressed size src says it has, where the
+// format says one without decoding: a lower bound on the output, so that
+// more than the limit is refused before anything is allocated or decoded
+// (a bomb usually says what it is), and otherwise a size hint for the
+// output buffer. gzip's trailer holds the last member's size (mod 2^32,
+// which is checked when the member ends: the output is at least that);
+// an lz4 frame and a zstd frame may declare their content size. Snappy
+// is checked block by block (appendSnappyBlock).
+func declaredSize(codec Codec, src []byte) (int64, bool) {
+	switch codec {
+	case CodecGzip:
+		if len(src) >= 18 && src[0] == 0x1f && src[1] == 0x8b {
+			return int64(binary.LittleEndian.Uint32(src[len(src)-4:])), true
+		}
+	case CodecLZ4:
+		// Magic, then FLG (bit 3: content size present), BD, and the
+		// content size as 8 bytes little-endian.
+		if len(src) >= 14 && binary.LittleEndian.Uint32(src) == 0x184d2204 && src[4]&0x08 != 0 {
+			if n := binary.LittleEndian.Uint64(src[6:]); n <= 1<<62 {
+				return int64(n), true
+			}
+			return 1 << 62, true
+		}
+	case CodecZstd:
+		var h zstd.Header
+		if h.Decode(src) == nil && h.HasFCS {
+			return int64(min(h.FrameContentSize, 1<<62)), true
+		}
+	}
+	return 0, false
+}
+
 // readAll reads r into d.buf, growing it up to limit+1 bytes so that one
-// byte past the bound is seen and refused without reading further.
-func (d *decompressor) readAll(r io.Reader, limit int) ([]byte, error) {
+// byte past the bound is seen and refused without reading further. hint
+// (0: none) is the size the data declared: the buffer starts there, so
+// that a large output is not copied through every doubling.
+func (d *decompressor) readAll(r io.Reader, limit, hint int) ([]byte, error) {
 	d.lim.R, d.lim.N = r, int64(limit)+1
 	dst := d.buf[:0]
+	if hint > 0 && cap(dst) < hint+1 {
+		want := min(hint, limit) + 1
+		if want > decompressFree {
+			if err := d.takeBig(); err != nil {
+				return dst, err
+			}
+		}
+		dst = slices.Grow(dst, want)
+	}
 	for {
 		if len(dst) == cap(dst) {
 			grow := min(max(cap(dst), 32<<10), limit+1-len(dst))
 			if len(dst)+grow > decompressFree {
-				d.takeBig()
+				if err := d.takeBig(); err != nil {
+					return dst, err
+				}
 			}
 			dst = slices.Grow(dst, grow)
+		}
+		if d.big && d.stopped() {
+			return dst, errStopped
 		}
 		n, err := d.lim.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
@@ -182,11 +267,19 @@ func (d *decompressor) readAll(r io.Reader, limit int) ([]byte, error) {
 // once: DecodeAll grows its output by exactly each frame's content size, so
 // a bomb of many small frames would otherwise cost allocations quadratic
 // in its size.
-func (d *decompressor) zstd(src []byte, limit int) ([]byte, error) {
-	within := min(limit, decompressFree)
+//
+// declared is the first frame's declared content size (0: none): a
+// larger one starts there, with a buffer of that size.
+func (d *decompressor) zstd(src []byte, limit, declared int) ([]byte, error) {
+	within := min(limit, max(decompressFree, declared))
 	for {
 		if within > decompressFree {
-			d.takeBig()
+			if err := d.takeBig(); err != nil {
+				return d.buf[:0], err
+			}
+			if d.stopped() {
+				return d.buf[:0], errStopped
+			}
 			if cap(d.buf) < within {
 				d.buf = make([]byte, 0, within+64)
 			}
@@ -275,7 +368,9 @@ func (d *decompressor) appendSnappyBlock(dst, block []byte, limit int) ([]byte, 
 		return dst, errTooLarge
 	}
 	if len(dst)+n > decompressFree {
-		d.takeBig()
+		if err := d.takeBig(); err != nil {
+			return dst, err
+		}
 	}
 	dst = slices.Grow(dst, n)
 	out, err := snappy.DecodeStrict(dst[len(dst):len(dst)+n], block)

@@ -122,6 +122,11 @@
 //     their compressed size, at least DefaultMaxDecompressedBytes): a batch
 //     past what is left is MESSAGE_TOO_LARGE, so a request of many small
 //     bombs costs one budget of work, not one bound per batch.
+//     A gzip stream whose trailer, or an lz4 or zstd frame whose header,
+//     declares more than the bound is refused before anything is decoded
+//     (a declared size within it sizes the output buffer), and a
+//     decompression past 1 MiB gives up when ValidateOptions.Stop closes
+//     (the broker's Shutdown), NOT_LEADER_OR_FOLLOWER.
 //   - Inner offset deltas must be 0..n-1, compressed or not. Kafka ignores them
 //     in uncompressed batches and rebuilds compressed ones that break the rule
 //     (KAFKA-9669); kbroker stores batches byte for byte and cannot rebuild.

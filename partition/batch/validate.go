@@ -47,6 +47,14 @@ type ValidateOptions struct {
 	// A batch past what is left is MESSAGE_TOO_LARGE. Nil is no bound.
 	DecompressBudget *int64
 
+	// Stop, when closed, makes a decompression of more than 1 MiB (one
+	// that waits for or holds the slot of large decompressions) give up:
+	// the batch is NOT_LEADER_OR_FOLLOWER, retriable, as a partition of a
+	// broker that is shutting down answers. Nil never stops. The broker
+	// closes it at Shutdown, so that bombs queued behind one another do
+	// not hold the process.
+	Stop <-chan struct{}
+
 	// RequireKeys refuses records without a key, as Kafka does for topics
 	// with cleanup.policy=compact (LogValidator.validateKey). It forces
 	// decompression of compressed batches.
@@ -148,6 +156,7 @@ func Validate(records []byte, opts ValidateOptions) (Info, error) {
 		}
 		d := getDecompressor()
 		defer putDecompressor(d)
+		d.stop = opts.Stop
 		out, err := d.decompress(codec, data, limit)
 		if opts.DecompressBudget != nil {
 			// The byte past the bound that readAll reads is not charged.
@@ -158,6 +167,9 @@ func Validate(records []byte, opts ValidateOptions) (Info, error) {
 				return Info{}, newError(kerr.MessageTooLarge, -1, "%v batch decompresses to more than the %d bytes left of the request's decompression budget", codec, limit)
 			}
 			return Info{}, newError(kerr.MessageTooLarge, -1, "%v batch decompresses to more than %d bytes", codec, limit)
+		}
+		if errors.Is(err, errStopped) {
+			return Info{}, newError(kerr.NotLeaderForPartition, -1, "%v batch: %v", codec, err)
 		}
 		if err != nil {
 			// Kafka surfaces a codec failure as an unexpected
