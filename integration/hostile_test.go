@@ -62,6 +62,12 @@ const (
 	hostileMaxRequest = 2 << 20  // socket.request.max.bytes
 	hostileQueued     = 16 << 20 // queued.max.request.bytes
 	hostileConns      = 50       // hostile connections at once
+	// hostileGrace is how long past the attack's deadline a hostile
+	// connection may live (bomb answers are read up to 30 s after the
+	// request): every connection gets that deadline when it is opened, so
+	// no read or write of the test can block for good on a broker that
+	// hangs or is gone.
+	hostileGrace = 45 * time.Second
 )
 
 func TestHostileInput(t *testing.T) {
@@ -142,10 +148,11 @@ func TestHostileInput(t *testing.T) {
 	}
 	bombTokens := make(chan struct{}, inFlight)
 	deadline := time.Now().Add(dur)
+	gone := make(chan struct{}) // closed when the broker died: the workers stop
 	var wg sync.WaitGroup
 	for i := range workers {
 		w := &hostileWorker{id: i, addr: b.Addr(), frames: frames, bombs: bombs, bombTokens: bombTokens, corpus: corpus, st: st, deadline: deadline,
-			rng: rand.New(rand.NewPCG(seed, uint64(i)+1))}
+			gone: gone, rng: rand.New(rand.NewPCG(seed, uint64(i)+1))}
 		workers[i] = w
 		wg.Add(1)
 		go func() { defer wg.Done(); w.run() }()
@@ -153,7 +160,7 @@ func TestHostileInput(t *testing.T) {
 	// A storm: 16 connections send a decompression bomb each at once.
 	// Without the broker's bound on large decompressions each would get a
 	// buffer of up to 64 MiB, all at the same time.
-	storm := bombStorm(b.Addr(), bombs, stormSize)
+	storm := bombStorm(b.Addr(), bombs, stormSize, deadline.Add(hostileGrace))
 	attackStart := time.Now()
 	died := false
 	waitDone := make(chan struct{})
@@ -162,6 +169,7 @@ func TestHostileInput(t *testing.T) {
 	case <-waitDone:
 	case <-b.exited:
 		died = true
+		close(gone)
 		<-waitDone
 	}
 	attack := time.Since(attackStart)
@@ -345,8 +353,9 @@ func (s *hostileStats) report(t *testing.T, d time.Duration) {
 }
 
 // bombStorm sends n bomb frames (cycling through bombs) on n connections
-// at once, and reports on the channel how many were answered.
-func bombStorm(addr string, bombs [][]byte, n int) <-chan int {
+// at once, and reports on the channel how many were answered; no
+// connection outlives end.
+func bombStorm(addr string, bombs [][]byte, n int, end time.Time) <-chan int {
 	out := make(chan int, 1)
 	var answered atomic.Int64
 	var wg sync.WaitGroup
@@ -360,8 +369,8 @@ func bombStorm(addr string, bombs [][]byte, n int) <-chan int {
 				return
 			}
 			defer nc.Close()
+			nc.SetDeadline(end)
 			<-start
-			nc.SetDeadline(time.Now().Add(60 * time.Second))
 			if _, err := nc.Write(bombs[(i*7)%len(bombs)]); err != nil {
 				return
 			}
@@ -391,7 +400,10 @@ type hostileWorker struct {
 	corpus     [][]byte
 	st         *hostileStats
 	deadline   time.Time
-	rng        *rand.Rand
+	// gone is closed when the broker died: the worker stops at once
+	// rather than dialling a dead address until the deadline.
+	gone <-chan struct{}
+	rng  *rand.Rand
 
 	recent [6][]byte // the last inputs sent, for saveHostileInputs
 	next   int
@@ -410,7 +422,7 @@ func (w *hostileWorker) run() {
 	for i := w.id; i < len(w.corpus); i += hostileConns {
 		w.rawConn(w.corpus[i], 100*time.Millisecond)
 	}
-	for time.Now().Before(w.deadline) {
+	for time.Now().Before(w.deadline) && !w.stopped() {
 		switch m := w.rng.IntN(100); {
 		case m < 5:
 			w.sendBombs()
@@ -428,11 +440,25 @@ func (w *hostileWorker) run() {
 	}
 }
 
+// stopped reports whether the broker died.
+func (w *hostileWorker) stopped() bool {
+	select {
+	case <-w.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// dial opens a connection that no read or write outlives the attack's
+// deadline plus hostileGrace (the operations set shorter ones of their
+// own), or nil.
 func (w *hostileWorker) dial() net.Conn {
 	nc, err := net.DialTimeout("tcp", w.addr, 5*time.Second)
 	if err != nil {
 		return nil // the broker's death is noticed by the test
 	}
+	nc.SetDeadline(w.deadline.Add(hostileGrace))
 	w.st.conns.Add(1)
 	return nc
 }
@@ -692,9 +718,14 @@ func (w *hostileWorker) slowloris() {
 	}
 }
 
-// hold sleeps for d, or until the deadline.
+// hold sleeps for d, or until the deadline or the broker's death.
 func (w *hostileWorker) hold(d time.Duration) {
-	time.Sleep(min(d, max(0, time.Until(w.deadline))))
+	tm := time.NewTimer(min(d, max(0, time.Until(w.deadline))))
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-w.gone:
+	}
 }
 
 // rawConn sends in on its own connection and reads what comes back for
