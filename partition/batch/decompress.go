@@ -83,9 +83,6 @@ type decompressor struct {
 	zsMax uint64 // WithDecoderMaxMemory last applied to zs
 	// big is set while d holds a slot of bigDecompressions.
 	big bool
-	// stop, when closed, makes a decompression past decompressFree give
-	// up (errStopped); nil never does.
-	stop <-chan struct{}
 	// spent is the output the last decompress produced, refused output
 	// and zstd's retries with a larger bound included: the work a
 	// request's decompression budget is charged.
@@ -106,13 +103,16 @@ func putDecompressor(d *decompressor) {
 	}
 	d.src.Reset(nil)
 	d.lim.R = nil
-	d.stop = nil
 	decompressors.Put(d)
 }
 
 // decompress decodes src with codec into d's buffer, refusing output longer
 // than limit with errTooLarge. The result aliases d.buf until the next call.
-func (d *decompressor) decompress(codec Codec, src []byte, limit int) ([]byte, error) {
+// stop, when closed, makes a decompression past decompressFree give up
+// with errStopped; nil never does. (A parameter, not a field of d: stored
+// in d it would make Validate's options escape, one allocation per
+// produced batch.)
+func (d *decompressor) decompress(codec Codec, src []byte, limit int, stop <-chan struct{}) ([]byte, error) {
 	var err error
 	d.spent = 0
 	declared, ok := declaredSize(codec, src)
@@ -131,7 +131,7 @@ func (d *decompressor) decompress(codec Codec, src []byte, limit int) ([]byte, e
 		if err = d.gz.Reset(&d.src); err != nil {
 			return nil, err
 		}
-		d.buf, err = d.readAll(&d.gz, limit, hint)
+		d.buf, err = d.readAll(&d.gz, limit, hint, stop)
 	case CodecLZ4:
 		// Kafka's Lz4BlockInputStream reads the LZ4 frame format.
 		d.src.Reset(src)
@@ -139,11 +139,11 @@ func (d *decompressor) decompress(codec Codec, src []byte, limit int) ([]byte, e
 			d.lz = lz4.NewReader(nil)
 		}
 		d.lz.Reset(&d.src)
-		d.buf, err = d.readAll(d.lz, limit, hint)
+		d.buf, err = d.readAll(d.lz, limit, hint, stop)
 	case CodecZstd:
-		d.buf, err = d.zstd(src, limit, hint)
+		d.buf, err = d.zstd(src, limit, hint, stop)
 	case CodecSnappy:
-		d.buf, err = d.snappy(src, limit)
+		d.buf, err = d.snappy(src, limit, stop)
 	default:
 		return nil, fmt.Errorf("batch: cannot decompress %v", codec)
 	}
@@ -155,27 +155,27 @@ func (d *decompressor) decompress(codec Codec, src []byte, limit int) ([]byte, e
 
 // takeBig waits for a slot of bigDecompressions, unless d holds one: d is
 // about to hold more than decompressFree bytes of output. It gives up
-// with errStopped when d's stop signal closes first.
-func (d *decompressor) takeBig() error {
+// with errStopped when stop closes first.
+func (d *decompressor) takeBig(stop <-chan struct{}) error {
 	if d.big {
 		return nil
 	}
-	if d.stopped() {
+	if stopped(stop) {
 		return errStopped
 	}
 	select {
 	case bigDecompressions <- struct{}{}:
 		d.big = true
 		return nil
-	case <-d.stop:
+	case <-stop:
 		return errStopped
 	}
 }
 
-// stopped reports whether d's stop signal has closed.
-func (d *decompressor) stopped() bool {
+// stopped reports whether stop has closed.
+func stopped(stop <-chan struct{}) bool {
 	select {
-	case <-d.stop:
+	case <-stop:
 		return true
 	default:
 		return false
@@ -218,13 +218,13 @@ func declaredSize(codec Codec, src []byte) (int64, bool) {
 // byte past the bound is seen and refused without reading further. hint
 // (0: none) is the size the data declared: the buffer starts there, so
 // that a large output is not copied through every doubling.
-func (d *decompressor) readAll(r io.Reader, limit, hint int) ([]byte, error) {
+func (d *decompressor) readAll(r io.Reader, limit, hint int, stop <-chan struct{}) ([]byte, error) {
 	d.lim.R, d.lim.N = r, int64(limit)+1
 	dst := d.buf[:0]
 	if hint > 0 && cap(dst) < hint+1 {
 		want := min(hint, limit) + 1
 		if want > decompressFree {
-			if err := d.takeBig(); err != nil {
+			if err := d.takeBig(stop); err != nil {
 				return dst, err
 			}
 		}
@@ -234,13 +234,13 @@ func (d *decompressor) readAll(r io.Reader, limit, hint int) ([]byte, error) {
 		if len(dst) == cap(dst) {
 			grow := min(max(cap(dst), 32<<10), limit+1-len(dst))
 			if len(dst)+grow > decompressFree {
-				if err := d.takeBig(); err != nil {
+				if err := d.takeBig(stop); err != nil {
 					return dst, err
 				}
 			}
 			dst = slices.Grow(dst, grow)
 		}
-		if d.big && d.stopped() {
+		if d.big && stopped(stop) {
 			return dst, errStopped
 		}
 		n, err := d.lim.Read(dst[len(dst):cap(dst)])
@@ -270,14 +270,14 @@ func (d *decompressor) readAll(r io.Reader, limit, hint int) ([]byte, error) {
 //
 // declared is the first frame's declared content size (0: none): a
 // larger one starts there, with a buffer of that size.
-func (d *decompressor) zstd(src []byte, limit, declared int) ([]byte, error) {
+func (d *decompressor) zstd(src []byte, limit, declared int, stop <-chan struct{}) ([]byte, error) {
 	within := min(limit, max(decompressFree, declared))
 	for {
 		if within > decompressFree {
-			if err := d.takeBig(); err != nil {
+			if err := d.takeBig(stop); err != nil {
 				return d.buf[:0], err
 			}
-			if d.stopped() {
+			if stopped(stop) {
 				return d.buf[:0], errStopped
 			}
 			if cap(d.buf) < within {
@@ -326,10 +326,10 @@ func (d *decompressor) zstdWithin(src []byte, limit int) ([]byte, error) {
 // the strict decoder: Java's snappy refuses the s2 extensions that the
 // lenient decoder would accept, and a batch a Java consumer cannot read must
 // not pass full validation.
-func (d *decompressor) snappy(src []byte, limit int) ([]byte, error) {
+func (d *decompressor) snappy(src []byte, limit int, stop <-chan struct{}) ([]byte, error) {
 	dst := d.buf[:0]
 	if len(src) < xerialHeaderSize || !bytes.Equal(src[:len(xerialMagic)], xerialMagic) {
-		return d.appendSnappyBlock(dst, src, limit)
+		return d.appendSnappyBlock(dst, src, limit, stop)
 	}
 	// snappy-java's SnappyInputStream.readHeader refuses a stream whose
 	// version is below its MINIMUM_COMPATIBLE_VERSION, 1.
@@ -347,7 +347,7 @@ func (d *decompressor) snappy(src []byte, limit int) ([]byte, error) {
 			return dst, fmt.Errorf("batch: xerial snappy: block length %d with %d bytes left", n, len(rest))
 		}
 		var err error
-		if dst, err = d.appendSnappyBlock(dst, rest[:n], limit); err != nil {
+		if dst, err = d.appendSnappyBlock(dst, rest[:n], limit, stop); err != nil {
 			return dst, err
 		}
 		rest = rest[n:]
@@ -359,7 +359,7 @@ func (d *decompressor) snappy(src []byte, limit int) ([]byte, error) {
 // decoded length comes first in its header, so the bound is checked before
 // any allocation (and before taking a slot of bigDecompressions, which
 // output beyond decompressFree needs).
-func (d *decompressor) appendSnappyBlock(dst, block []byte, limit int) ([]byte, error) {
+func (d *decompressor) appendSnappyBlock(dst, block []byte, limit int, stop <-chan struct{}) ([]byte, error) {
 	n, err := snappy.DecodedLen(block)
 	if err != nil {
 		return dst, err
@@ -368,7 +368,7 @@ func (d *decompressor) appendSnappyBlock(dst, block []byte, limit int) ([]byte, 
 		return dst, errTooLarge
 	}
 	if len(dst)+n > decompressFree {
-		if err := d.takeBig(); err != nil {
+		if err := d.takeBig(stop); err != nil {
 			return dst, err
 		}
 	}

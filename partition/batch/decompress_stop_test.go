@@ -77,8 +77,7 @@ func TestDecompressDeclaredSize(t *testing.T) {
 		{"zstd", CodecZstd, enc.EncodeAll(big, nil)},
 	} {
 		d := getDecompressor()
-		d.stop = stopped
-		_, err := d.decompress(tc.codec, tc.in, 4<<20)
+		_, err := d.decompress(tc.codec, tc.in, 4<<20, stopped)
 		if !errors.Is(err, errTooLarge) || d.spent != 0 || cap(d.buf) > decompressFree {
 			t.Fatalf("%s: %v after %d bytes of output, a buffer of %d; want errTooLarge before any", tc.name, err, d.spent, cap(d.buf))
 		}
@@ -99,15 +98,14 @@ func TestDecompressDeclaredSize(t *testing.T) {
 		{"zstd", CodecZstd, enc.EncodeAll(small, nil), small},
 	} {
 		d := getDecompressor()
-		d.stop = stopped
-		out, err := d.decompress(tc.codec, tc.in, 4<<20)
+		out, err := d.decompress(tc.codec, tc.in, 4<<20, stopped)
 		if err != nil || !bytes.Equal(out, tc.want) {
 			t.Fatalf("%s: %d bytes, %v; want %d", tc.name, len(out), err, len(tc.want))
 		}
 		// The last gzip member declares 4 bytes: the first is beyond a
 		// bound of 100 KiB all the same.
 		if tc.name == "gzip members" {
-			if _, err := d.decompress(tc.codec, tc.in, 100<<10); !errors.Is(err, errTooLarge) {
+			if _, err := d.decompress(tc.codec, tc.in, 100<<10, stopped); !errors.Is(err, errTooLarge) {
 				t.Fatalf("gzip members past the bound: %v, want errTooLarge", err)
 			}
 		}
@@ -128,8 +126,7 @@ func TestDecompressStop(t *testing.T) {
 	go func() {
 		d := getDecompressor()
 		defer putDecompressor(d)
-		d.stop = stop
-		_, err := d.decompress(CodecGzip, in, 64<<20)
+		_, err := d.decompress(CodecGzip, in, 64<<20, stop)
 		done <- err
 	}()
 	close(stop) // the decompression waits for a slot, or is about to

@@ -64,7 +64,7 @@ func TestDecompressFormats(t *testing.T) {
 			t.Parallel()
 			d := getDecompressor()
 			defer putDecompressor(d)
-			out, err := d.decompress(tc.codec, tc.in, 1<<20)
+			out, err := d.decompress(tc.codec, tc.in, 1<<20, nil)
 			if tc.ok {
 				if err != nil {
 					t.Fatalf("got error %v", err)
@@ -103,11 +103,11 @@ func TestDecompressBound(t *testing.T) {
 			t.Parallel()
 			d := getDecompressor()
 			defer putDecompressor(d)
-			if _, err := d.decompress(tc.codec, tc.in, 1<<20); !errors.Is(err, errTooLarge) {
+			if _, err := d.decompress(tc.codec, tc.in, 1<<20, nil); !errors.Is(err, errTooLarge) {
 				t.Fatalf("got %v, want errTooLarge", err)
 			}
 			// Exactly at the bound is allowed.
-			out, err := d.decompress(tc.codec, tc.in, len(raw))
+			out, err := d.decompress(tc.codec, tc.in, len(raw), nil)
 			if err != nil || len(out) != len(raw) {
 				t.Fatalf("at the bound: %d bytes, %v", len(out), err)
 			}
@@ -139,7 +139,7 @@ func TestDecompressBigSlots(t *testing.T) {
 	small := bytes.Repeat([]byte("small batch "), decompressFree/2/12)
 	for _, c := range codecs {
 		d := getDecompressor()
-		out, err := d.decompress(c, compressWith(t, c, false, small), 64<<20)
+		out, err := d.decompress(c, compressWith(t, c, false, small), 64<<20, nil)
 		if err != nil || !bytes.Equal(out, small) {
 			t.Fatalf("%v within decompressFree with every slot taken: %d bytes, %v", c, len(out), err)
 		}
@@ -157,7 +157,7 @@ func TestDecompressBigSlots(t *testing.T) {
 	for c, b := range bombs {
 		go func() {
 			d := getDecompressor()
-			_, err := d.decompress(c, b, 4<<20)
+			_, err := d.decompress(c, b, 4<<20, nil)
 			putDecompressor(d)
 			if err == nil {
 				err = errTooLarge // as expected: decoded, once it had a slot

@@ -52,7 +52,7 @@ func (rd *Reader) Records(b []byte, fn func(r Record) bool) error {
 		}
 		d := getDecompressor()
 		defer putDecompressor(d)
-		out, err := d.decompress(codec, data, limit)
+		out, err := d.decompress(codec, data, limit, nil)
 		if errors.Is(err, errTooLarge) {
 			return newError(kerr.MessageTooLarge, -1, "%v batch decompresses to more than %d bytes", codec, limit)
 		}

@@ -81,7 +81,7 @@ func (rt *Retainer) Retain(dst, b []byte, horizon int64, keep func(r Record) boo
 		}
 		d := getDecompressor()
 		defer putDecompressor(d)
-		if data, err = d.decompress(codec, data, limit); err != nil {
+		if data, err = d.decompress(codec, data, limit, nil); err != nil {
 			return dst, 0, newError(kerr.CorruptMessage, -1, "cannot decompress %v: %v", codec, err)
 		}
 	}

@@ -156,8 +156,7 @@ func Validate(records []byte, opts ValidateOptions) (Info, error) {
 		}
 		d := getDecompressor()
 		defer putDecompressor(d)
-		d.stop = opts.Stop
-		out, err := d.decompress(codec, data, limit)
+		out, err := d.decompress(codec, data, limit, opts.Stop)
 		if opts.DecompressBudget != nil {
 			// The byte past the bound that readAll reads is not charged.
 			*opts.DecompressBudget = max(*opts.DecompressBudget-int64(d.spent), 0)
