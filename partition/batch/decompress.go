@@ -206,12 +206,64 @@ func declaredSize(codec Codec, src []byte) (int64, bool) {
 			return 1 << 62, true
 		}
 	case CodecZstd:
-		var h zstd.Header
-		if h.Decode(src) == nil && h.HasFCS {
-			return int64(min(h.FrameContentSize, 1<<62)), true
-		}
+		return zstdDeclared(src)
 	}
 	return 0, false
+}
+
+// zstdDeclared is the sum of the content sizes that the frames of src
+// declare, found by walking the frame and block headers without decoding
+// (a bomb is typically many frames of a few bytes, each declaring a MiB
+// of zeros). ok is false when a frame declares none or src does not
+// parse as frames: the decoder then finds out.
+func zstdDeclared(src []byte) (int64, bool) {
+	const most = 1 << 62
+	var total uint64
+	for len(src) > 0 {
+		var h zstd.Header
+		if h.Decode(src) != nil || h.HeaderSize <= 0 || h.HeaderSize > len(src) {
+			return 0, false
+		}
+		src = src[h.HeaderSize:]
+		if h.Skippable {
+			if uint64(h.SkippableSize) > uint64(len(src)) {
+				return 0, false
+			}
+			src = src[h.SkippableSize:]
+			continue
+		}
+		if !h.HasFCS {
+			return 0, false
+		}
+		total = min(total+min(h.FrameContentSize, most), most)
+		for last := false; !last; {
+			// Block header: 3 bytes little-endian, bit 0 the last
+			// block, bits 1-2 its type, the rest its size.
+			if len(src) < 3 {
+				return 0, false
+			}
+			bh := uint32(src[0]) | uint32(src[1])<<8 | uint32(src[2])<<16
+			last = bh&1 == 1
+			size := int(bh >> 3)
+			switch (bh >> 1) & 3 {
+			case 1: // RLE: one byte repeated size times
+				size = 1
+			case 3: // reserved
+				return 0, false
+			}
+			if size > len(src)-3 {
+				return 0, false
+			}
+			src = src[3+size:]
+		}
+		if h.HasCheckSum {
+			if len(src) < 4 {
+				return 0, false
+			}
+			src = src[4:]
+		}
+	}
+	return int64(total), true
 }
 
 // readAll reads r into d.buf, growing it up to limit+1 bytes so that one

@@ -143,3 +143,48 @@ func TestDecompressStop(t *testing.T) {
 		t.Fatalf("a small batch after the stop: %v", err)
 	}
 }
+
+// TestZstdDeclared: the content sizes of every frame are summed from
+// their headers, skippable frames and checksums included, so that a bomb
+// of many small frames is refused before it is decoded; a frame without
+// a declared size, or bytes that are not frames, give no sum.
+func TestZstdDeclared(t *testing.T) {
+	t.Parallel()
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderCRC(true))
+	defer enc.Close()
+	frame := enc.EncodeAll(make([]byte, 1<<20), nil)
+	text := enc.EncodeAll(bytes.Repeat([]byte("some text, "), 1000), nil)
+	skippable := append([]byte{0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0}, 'a', 'b', 'c')
+	var bomb []byte
+	for range 80 {
+		bomb = append(bomb, frame...)
+	}
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want int64
+		ok   bool
+	}{
+		{"one frame", frame, 1 << 20, true},
+		{"frames", append(append(bytes.Clone(text), skippable...), frame...), 11000 + 1<<20, true},
+		{"bomb", bomb, 80 << 20, true},
+		{"cut", frame[:len(frame)-1], 0, false},
+		{"garbage", []byte("not zstd at all"), 0, false},
+	} {
+		got, ok := zstdDeclared(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Fatalf("%s: %d, %v; want %d, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+	d := getDecompressor()
+	defer putDecompressor(d)
+	stopped := make(chan struct{})
+	close(stopped) // a decompression that went for the slot would stop
+	if _, err := d.decompress(CodecZstd, bomb, 64<<20, stopped); !errors.Is(err, errTooLarge) || d.spent != 0 {
+		t.Fatalf("a bomb of 80 frames: %v after %d bytes, want errTooLarge before any", err, d.spent)
+	}
+	out, err := d.decompress(CodecZstd, append(bytes.Clone(text), frame...), 4<<20, nil)
+	if err != nil || len(out) != 11000+1<<20 {
+		t.Fatalf("two frames: %d bytes, %v", len(out), err)
+	}
+}
