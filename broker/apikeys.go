@@ -82,6 +82,7 @@ func apiTable() []api {
 	table = append(table, txnAPIs()...)
 	table = append(table, securityAPIs()...)
 	table = append(table, shareAPIs()...)
+	table = append(table, streamsAPIs()...)
 	return table
 }
 

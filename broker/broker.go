@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/group/streams"
 	"net"
 	"path/filepath"
 	"slices"
@@ -60,9 +61,11 @@ type Broker struct {
 	// shares is the share-group coordinator (KIP-932); its store is
 	// attached at start-up or when a share group first needs it
 	// (shareState), under sharesMu.
-	shares   *share.Coordinator
-	sharesMu sync.Mutex
-	budget   *byteBudget
+	shares *share.Coordinator
+	// streamsCo is the streams-group coordinator (KIP-1071).
+	streamsCo *streams.Coordinator
+	sharesMu  sync.Mutex
+	budget    *byteBudget
 	// faults holds the fault-injection rules; never nil.
 	faults *fault.Injector
 	// allocHook is the commit log's AllocateHook (log.Config): tests set
@@ -219,8 +222,17 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		reg.Close()
 		return nil, fmt.Errorf("broker: share group coordinator: %w", err)
 	}
+	if b.streamsCo, err = streams.New(cfg.streamsConfig(), streams.WithTopicCreator(b.createStreamsTopics),
+		streams.WithGroupConfigs(b.streamsGroupConfigFor)); err != nil {
+		b.shares.Close()
+		b.groups.Close()
+		store.Close()
+		reg.Close()
+		return nil, fmt.Errorf("broker: streams group coordinator: %w", err)
+	}
 	if _, err := b.groupOffsets(false); err != nil {
 		b.shares.Close()
+		b.streamsCo.Close()
 		b.groups.Close()
 		store.Close()
 		reg.Close()
@@ -231,6 +243,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 			s.Close()
 		}
 		b.shares.Close()
+		b.streamsCo.Close()
 		b.groups.Close()
 		store.Close()
 		reg.Close()
@@ -267,6 +280,7 @@ func (b *Broker) closeStores() {
 		s.Close()
 	}
 	b.shares.Close()
+	b.streamsCo.Close()
 	if s := b.shares.Store(); s != nil {
 		s.Close()
 	}
@@ -556,6 +570,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	// (NOT_COORDINATOR) so that their connections can finish.
 	b.groups.Close()
 	b.shares.Close()
+	b.streamsCo.Close()
 	// So are transactions v2 adds waiting for a previous transaction.
 	if c := b.txns.Load(); c != nil {
 		c.StopParking()
@@ -633,6 +648,7 @@ func (b *Broker) crash() {
 	}
 	b.groups.Close()
 	b.shares.Close()
+	b.streamsCo.Close()
 	b.wg.Wait()
 	if c := b.txns.Load(); c != nil {
 		c.Abandon()

@@ -318,6 +318,20 @@ type Config struct {
 	// assignors, comma-separated, the first the default.
 	ConsumerGroupAssignors string `kafka:"group.consumer.assignors"`
 
+	// GroupStreams* are the settings of streams groups (KIP-1071,
+	// group.streams.*), with Kafka 4's defaults and bounds; the GROUP
+	// config resource overrides session timeout, heartbeat interval and
+	// standby replicas per group.
+	GroupStreamsSessionTimeout       time.Duration `kafka:"group.streams.session.timeout.ms"`
+	GroupStreamsMinSessionTimeout    time.Duration `kafka:"group.streams.min.session.timeout.ms"`
+	GroupStreamsMaxSessionTimeout    time.Duration `kafka:"group.streams.max.session.timeout.ms"`
+	GroupStreamsHeartbeatInterval    time.Duration `kafka:"group.streams.heartbeat.interval.ms"`
+	GroupStreamsMinHeartbeatInterval time.Duration `kafka:"group.streams.min.heartbeat.interval.ms"`
+	GroupStreamsMaxHeartbeatInterval time.Duration `kafka:"group.streams.max.heartbeat.interval.ms"`
+	GroupStreamsMaxSize              int           `kafka:"group.streams.max.size"`
+	GroupStreamsNumStandbyReplicas   int           `kafka:"group.streams.num.standby.replicas"`
+	GroupStreamsMaxStandbyReplicas   int           `kafka:"group.streams.max.standby.replicas"`
+
 	// GroupShare* are the settings of share groups (KIP-932,
 	// group.share.*), with Kafka 4.2's defaults; share_config.go checks
 	// them. The record lock duration may go below Kafka's 15 s minimum,
@@ -409,6 +423,16 @@ func DefaultConfig() Config {
 		ConsumerGroupMaxHeartbeatInterval:  15 * time.Second,
 		ConsumerGroupMaxSize:               math.MaxInt32,
 		ConsumerGroupAssignors:             "uniform,range",
+
+		GroupStreamsSessionTimeout:       45 * time.Second,
+		GroupStreamsMinSessionTimeout:    45 * time.Second,
+		GroupStreamsMaxSessionTimeout:    60 * time.Second,
+		GroupStreamsHeartbeatInterval:    5 * time.Second,
+		GroupStreamsMinHeartbeatInterval: 5 * time.Second,
+		GroupStreamsMaxHeartbeatInterval: 15 * time.Second,
+		GroupStreamsMaxSize:              math.MaxInt32,
+		GroupStreamsNumStandbyReplicas:   0,
+		GroupStreamsMaxStandbyReplicas:   2,
 
 		GroupShareSessionTimeout:          45 * time.Second,
 		GroupShareHeartbeatInterval:       5 * time.Second,

@@ -21,6 +21,10 @@ package broker
 //     ShareAcknowledge and the share-group offsets admin keys), as Kafka
 //     4.2 does; at 0 those keys leave ApiVersions and answer
 //     UNSUPPORTED_VERSION.
+//   - streams.version: 0–1, finalized 1, as Kafka 4.2+ finalizes it on a
+//     new cluster. Level 1 serves streams groups (KIP-1071:
+//     StreamsGroupHeartbeat, StreamsGroupDescribe); at 0 those keys leave
+//     ApiVersions and answer UNSUPPORTED_VERSION.
 //   - eligible.leader.replicas.version: 0–1, finalized 0. KIP-966's ELR
 //     needs more than one replica to mean anything, so either level changes
 //     nothing here but what is reported.
@@ -52,6 +56,7 @@ const (
 	featureELRVersion      = "eligible.leader.replicas.version"
 	featureShareVersion    = "share.version"
 	featureTxnVersion      = "transaction.version"
+	featureStreamsVersion  = "streams.version"
 )
 
 // txnVersion2 is the transaction.version level of transactions v2.
@@ -80,6 +85,7 @@ var features = []featureSpec{
 	{name: featureGroupVersion, min: 0, max: 1, initial: 1},
 	{name: featureMetadataVersion, min: metadataVersionMin, max: metadataVersionLevel, initial: metadataVersionLevel},
 	{name: featureShareVersion, min: 0, max: 1, initial: 1},
+	{name: featureStreamsVersion, min: 0, max: 1, initial: 1},
 	{name: featureTxnVersion, min: 0, max: txnVersion2, initial: txnVersion2},
 }
 

@@ -26,6 +26,9 @@ func (c *Config) consumerProtocolEnabled() (bool, error) {
 			classic = true
 		case "consumer":
 			consumerOn = true
+		case "streams", "share":
+			// Served by their features (streams.version, share.version),
+			// as in Kafka 4.2+, where this setting no longer gates them.
 		default:
 			return false, fmt.Errorf("group.coordinator.rebalance.protocols %q: %q is not classic or consumer", c.GroupCoordinatorRebalanceProtocols, strings.TrimSpace(p))
 		}

@@ -39,7 +39,7 @@ func (b *Broker) handleConsumerGroupHeartbeat(c *conn, req *kmsg.ConsumerGroupHe
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return respond(resp)
 	}
-	if b.shares.Has(req.Group) {
+	if b.shares.Has(req.Group) || b.streamsCo.Has(req.Group) {
 		// A share group holds the id (KIP-932 shares the namespace).
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		resp.ErrorMessage = kmsg.StringPtr("Group " + req.Group + " is not a consumer group.")

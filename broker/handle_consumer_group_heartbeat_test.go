@@ -384,7 +384,7 @@ func TestConsumerProtocolSetting(t *testing.T) {
 	if g := describeConsumerGroup(t, off, 0, "g").Groups[0]; g.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("describe with the protocol off: %v", kerr.ErrorForCode(g.ErrorCode))
 	}
-	for _, bad := range []string{"consumer", "classic,streams", ""} {
+	for _, bad := range []string{"consumer", "classic,bogus", ""} {
 		cfg := DefaultConfig()
 		cfg.GroupCoordinatorRebalanceProtocols = bad
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "group.coordinator.rebalance.protocols") {

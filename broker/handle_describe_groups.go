@@ -85,7 +85,7 @@ func (b *Broker) describeGroup(version int16, id string) kmsg.DescribeGroupsResp
 		if version >= 6 {
 			g.ErrorCode = kerr.GroupIDNotFound.Code
 			msg := fmt.Sprintf("Group %s not found.", id)
-			if b.groups.Consumer().Exists(id) {
+			if b.groups.Consumer().Exists(id) || b.streamsCo.Has(id) {
 				msg = fmt.Sprintf("Group %s is not a classic group.", id)
 			}
 			g.ErrorMessage = kmsg.StringPtr(msg)

@@ -55,7 +55,7 @@ func (b *Broker) handleJoinGroup(c *conn, req *kmsg.JoinGroupRequest) (result, e
 		fillJoinResponse(resp, group.JoinResponse{Err: kerr.InvalidRequest, MemberID: req.MemberID, Generation: -1})
 		return respond(resp)
 	}
-	if b.shares.Has(req.Group) {
+	if b.shares.Has(req.Group) || b.streamsCo.Has(req.Group) {
 		// A share group holds the id (KIP-932 shares the namespace).
 		fillJoinResponse(resp, group.JoinResponse{Err: kerr.InconsistentGroupProtocol, MemberID: req.MemberID, Generation: -1})
 		return respond(resp)

@@ -34,6 +34,7 @@ const (
 	classicGroupType  = "classic"
 	consumerGroupType = "consumer"
 	shareGroupType    = "share"
+	streamsGroupType  = "streams"
 )
 
 func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result, error) {
@@ -42,13 +43,14 @@ func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result,
 		resp.Groups = []kmsg.ListGroupsResponseGroup{}
 		return respond(resp)
 	}
-	wantClassic, wantConsumer, wantShare := true, true, b.shareGroups()
+	wantClassic, wantConsumer, wantShare, wantStreams := true, true, b.shareGroups(), b.streamsGroups()
 	if req.Version >= 5 && len(req.TypesFilter) > 0 {
 		has := func(name string) bool {
 			return slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, name) })
 		}
 		wantClassic, wantConsumer, wantShare = has(classicGroupType), has(consumerGroupType), wantShare && has(shareGroupType)
-		if !wantClassic && !wantConsumer && !wantShare {
+		wantStreams = wantStreams && has(streamsGroupType)
+		if !wantClassic && !wantConsumer && !wantShare && !wantStreams {
 			return none()
 		}
 	}
@@ -101,6 +103,16 @@ func (b *Broker) handleListGroups(c *conn, req *kmsg.ListGroupsRequest) (result,
 			}
 			g := kmsg.NewListGroupsResponseGroup()
 			g.Group, g.ProtocolType, g.GroupState, g.GroupType = o.Group, shareGroupType, o.State, shareGroupType
+			resp.Groups = append(resp.Groups, g)
+		}
+	}
+	if wantStreams {
+		for _, o := range b.streamsCo.List() {
+			if len(states) > 0 && !slices.Contains(states, string(o.State)) {
+				continue
+			}
+			g := kmsg.NewListGroupsResponseGroup()
+			g.Group, g.ProtocolType, g.GroupState, g.GroupType = o.Group, streamsGroupType, string(o.State), streamsGroupType
 			resp.Groups = append(resp.Groups, g)
 		}
 	}

@@ -86,6 +86,9 @@ func (b *Broker) validateOffsetCommit(req *kmsg.OffsetCommitRequest) error {
 	if found, err := b.groups.Consumer().ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation, false, req.Version); found {
 		return err
 	}
+	if found, err := b.streamsCo.ValidateCommit(req.Group, req.MemberID, req.Generation, false, req.Version); found {
+		return err
+	}
 	instance := ""
 	if req.InstanceID != nil {
 		instance = *req.InstanceID

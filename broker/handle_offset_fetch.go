@@ -80,7 +80,11 @@ func (b *Broker) handleOffsetFetch(c *conn, req *kmsg.OffsetFetchRequest) (resul
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
-		if found, err := b.groups.Consumer().ValidateFetch(g.Group, g.MemberID, g.MemberEpoch); found && err != nil {
+		found, err := b.groups.Consumer().ValidateFetch(g.Group, g.MemberID, g.MemberEpoch)
+		if !found {
+			found, err = b.streamsCo.ValidateFetch(g.Group, g.MemberID, g.MemberEpoch)
+		}
+		if found && err != nil {
 			rg.ErrorCode = errorCode(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue

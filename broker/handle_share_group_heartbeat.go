@@ -68,7 +68,7 @@ func (b *Broker) handleShareGroupHeartbeat(c *conn, req *kmsg.ShareGroupHeartbea
 // groupIDTaken reports whether a classic or consumer group holds id, which
 // a share group then cannot use.
 func (b *Broker) groupIDTaken(id string) bool {
-	if b.groups.Consumer().Exists(id) {
+	if b.groups.Consumer().Exists(id) || b.streamsCo.Has(id) {
 		return true
 	}
 	d, err := b.groups.Describe(id)

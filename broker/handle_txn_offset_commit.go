@@ -75,7 +75,11 @@ func (b *Broker) validateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) error
 	if req.InstanceID != nil {
 		instance = *req.InstanceID
 	}
-	if err := b.groups.ValidateTxnCommit(req.Group, req.MemberID, instance, req.Generation); err != nil {
+	if found, err := b.streamsCo.ValidateCommit(req.Group, req.MemberID, req.Generation, true, req.Version); found {
+		if err != nil {
+			return err
+		}
+	} else if err := b.groups.ValidateTxnCommit(req.Group, req.MemberID, instance, req.Generation); err != nil {
 		return err
 	}
 	coord, err := b.transactionCoordinator()

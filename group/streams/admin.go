@@ -1,0 +1,166 @@
+package streams
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Has reports whether a streams group holds the id.
+func (c *Coordinator) Has(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groups[id] != nil
+}
+
+// Overview is a group in ListGroups.
+type Overview struct {
+	Group string
+	State GroupState
+}
+
+// List returns every group, sorted by id.
+func (c *Coordinator) List() []Overview {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Overview, 0, len(c.groups))
+	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
+		out = append(out, Overview{Group: id, State: c.groups[id].state()})
+	}
+	return out
+}
+
+// Delete removes a group without members (DeleteGroups): found is false
+// when no streams group holds the id; a group with members is
+// NON_EMPTY_GROUP.
+func (c *Coordinator) Delete(id string) (found bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[id]
+	if g == nil {
+		return false, nil
+	}
+	if len(g.members) > 0 {
+		return true, kerr.NonEmptyGroup
+	}
+	delete(c.groups, id)
+	return true, nil
+}
+
+// ValidateCommit checks an OffsetCommit (or, with transactional, a
+// TxnOffsetCommit) against a streams group (StreamsGroup
+// .validateOffsetCommit): found is false when no streams group holds the
+// id. A commit without member epoch on a group without members (the admin
+// client) passes; otherwise the member must exist (UNKNOWN_MEMBER_ID),
+// use OffsetCommit v9+ outside transactions, and commit at its epoch
+// (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION in a transaction).
+func (c *Coordinator) ValidateCommit(groupID, memberID string, epoch int32, transactional bool, version int16) (found bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[groupID]
+	if g == nil {
+		return false, nil
+	}
+	if epoch < 0 && len(g.members) == 0 {
+		return true, nil
+	}
+	if transactional && epoch == -1 && memberID == "" {
+		return true, nil
+	}
+	m := g.members[memberID]
+	if m == nil {
+		return true, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, groupID)
+	}
+	if !transactional && version < 9 {
+		return true, errorf(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the streams group protocol")
+	}
+	if epoch != m.epoch {
+		if transactional {
+			return true, kerr.IllegalGeneration
+		}
+		return true, errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
+	}
+	return true, nil
+}
+
+// ValidateFetch checks an OffsetFetch v9+ naming a member
+// (StreamsGroup.validateOffsetFetch), as for consumer groups.
+func (c *Coordinator) ValidateFetch(groupID string, memberID *string, epoch int32) (found bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[groupID]
+	if g == nil {
+		return false, nil
+	}
+	if memberID == nil && epoch < 0 {
+		return true, nil
+	}
+	id := ""
+	if memberID != nil {
+		id = *memberID
+	}
+	m := g.members[id]
+	if m == nil {
+		return true, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, groupID)
+	}
+	if epoch != m.epoch {
+		return true, errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
+	}
+	return true, nil
+}
+
+// MemberDescription is one member in StreamsGroupDescribe.
+type MemberDescription struct {
+	MemberID, InstanceID, RackID string
+	MemberEpoch                  int32
+	ClientID, ClientHost         string
+	TopologyEpoch                int32
+	ProcessID                    string
+	UserEndpoint                 *Endpoint
+	ClientTags                   []KV
+	Assignment, TargetAssignment Tasks
+	IsClassic                    bool
+}
+
+// Description is a group in StreamsGroupDescribe.
+type Description struct {
+	Group              string
+	State              GroupState
+	Epoch, TargetEpoch int32
+	Topology           *Topology
+	TopologyEpoch      int32
+	Members            []MemberDescription
+}
+
+// Describe describes a group: GROUP_ID_NOT_FOUND when no streams group
+// holds the id.
+func (c *Coordinator) Describe(id string) (Description, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[id]
+	if g == nil {
+		return Description{}, errorf(kerr.GroupIDNotFound, "Group %s not found.", id)
+	}
+	d := Description{Group: id, State: g.state(), Epoch: g.epoch, TargetEpoch: g.targetEpoch, TopologyEpoch: -1}
+	if g.topology != nil {
+		t := *g.topology
+		d.Topology = &t
+		d.TopologyEpoch = t.Epoch
+	}
+	for _, mid := range slices.Sorted(maps.Keys(g.members)) {
+		m := g.members[mid]
+		target, ok := g.target[mid]
+		if !ok {
+			target = emptyTasks()
+		}
+		md := MemberDescription{
+			MemberID: m.id, InstanceID: m.instanceID, RackID: m.rackID, MemberEpoch: m.epoch,
+			ClientID: m.clientID, ClientHost: m.clientHost, TopologyEpoch: m.topologyEpoch,
+			ProcessID: m.processID, UserEndpoint: m.userEndpoint, ClientTags: slices.Clone(m.clientTags),
+			Assignment: m.assigned.clone(), TargetAssignment: target.clone(),
+		}
+		d.Members = append(d.Members, md)
+	}
+	return d, nil
+}

@@ -1,0 +1,23 @@
+package streams
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// codedError is a Kafka error code with Kafka's message for it: Error()
+// is the message (for a response's error message field) and errors.As
+// finds the *kerr.Error (for its code).
+type codedError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *codedError) Error() string { return e.msg }
+func (e *codedError) Unwrap() error { return e.code }
+
+// errorf returns code with a formatted message.
+func errorf(code *kerr.Error, format string, args ...any) error {
+	return &codedError{code: code, msg: fmt.Sprintf(format, args...)}
+}
