@@ -309,9 +309,11 @@ func configure(t *Topology, md Metadata) configured {
 	}
 	// What exists must match; what does not is to be created.
 	add := func(ti TopicInfo) error {
-		want := decided[ti.Name]
+		want, isDecided := decided[ti.Name]
 		if have, ok := count(ti.Name); ok {
-			if have != want {
+			// An existing repartition topic without a fixed count set
+			// the count itself (partitions prefers what exists).
+			if isDecided && have != want {
 				return fmt.Errorf("Existing topic %s has different number of partitions: expected %d, found %d", ti.Name, want, have)
 			}
 			return nil
