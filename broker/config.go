@@ -520,6 +520,9 @@ func (c *Config) Validate() error {
 	if _, err := c.consumerProtocolEnabled(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.streamsConfig().Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.validateShare(); err != nil {
 		errs = append(errs, err)
 	}

@@ -26,6 +26,18 @@ package broker
 //     group.share.session.timeout.ms and group.share.heartbeat.interval.ms),
 //     the session timeout above the interval.
 //
+// and the streams-group configs (KIP-1071), applied by the streams
+// coordinator from each member's next heartbeat (the standby count from
+// the next target assignment):
+//
+//   - streams.session.timeout.ms and streams.heartbeat.interval.ms
+//     (defaults group.streams.session.timeout.ms and
+//     group.streams.heartbeat.interval.ms, within their min/max bounds,
+//     the session timeout above the interval);
+//   - streams.num.standby.replicas: standby replicas per stateful task,
+//     0 to group.streams.max.standby.replicas (default
+//     group.streams.num.standby.replicas).
+//
 // Deviation: Kafka also has share.isolation.level, which kbroker does not
 // serve (share groups read uncommitted).
 
@@ -51,7 +63,8 @@ const (
 
 // groupConfigNames are the group configs, sorted.
 var groupConfigNames = []string{groupHeartbeatIntervalConfig, groupSessionTimeoutConfig,
-	shareAutoOffsetResetConfig, shareHeartbeatIntervalConfig, shareRecordLockDurationConfig, shareSessionTimeoutConfig}
+	shareAutoOffsetResetConfig, shareHeartbeatIntervalConfig, shareRecordLockDurationConfig, shareSessionTimeoutConfig,
+	streamsHeartbeatIntervalConfig, streamsNumStandbyReplicasConfig, streamsSessionTimeoutConfig}
 
 // groupConfigDefault is the broker value a group config defaults to.
 func (b *Broker) groupConfigDefault(name string) time.Duration {
@@ -64,6 +77,10 @@ func (b *Broker) groupConfigDefault(name string) time.Duration {
 		return b.cfg.GroupShareHeartbeatInterval
 	case shareRecordLockDurationConfig:
 		return b.cfg.GroupShareRecordLockDuration
+	case streamsSessionTimeoutConfig:
+		return b.cfg.GroupStreamsSessionTimeout
+	case streamsHeartbeatIntervalConfig:
+		return b.cfg.GroupStreamsHeartbeatInterval
 	}
 	return b.cfg.ConsumerGroupHeartbeatInterval
 }
@@ -73,6 +90,9 @@ func (b *Broker) groupConfigDefault(name string) time.Duration {
 func (b *Broker) groupConfigDefaultValue(name string) string {
 	if name == shareAutoOffsetResetConfig {
 		return "latest"
+	}
+	if name == streamsNumStandbyReplicasConfig {
+		return strconv.Itoa(b.cfg.GroupStreamsNumStandbyReplicas)
 	}
 	return strconv.FormatInt(b.groupConfigDefault(name).Milliseconds(), 10)
 }
@@ -197,13 +217,16 @@ func (b *Broker) validateGroupConfigs(set map[string]string) error {
 		s, ok := set[name]
 		if !ok {
 			val[name] = b.groupConfigDefault(name).Milliseconds()
+			if name == streamsNumStandbyReplicasConfig {
+				val[name] = int64(b.cfg.GroupStreamsNumStandbyReplicas)
+			}
 			continue
 		}
 		v, err := strconv.ParseInt(s, 10, 32)
 		if err != nil {
 			return &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Invalid value %s for configuration %s: Not a number of type INT", s, name)}
 		}
-		if v < 1 {
+		if v < 1 && name != streamsNumStandbyReplicasConfig {
 			return &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Invalid value %s for configuration %s: Value must be at least 1", s, name)}
 		}
 		val[name] = v
@@ -220,6 +243,13 @@ func (b *Broker) validateGroupConfigs(set map[string]string) error {
 		{session > b.cfg.ConsumerGroupMaxSessionTimeout.Milliseconds(), groupSessionTimeoutConfig, "less than or equal to group.consumer.max.session.timeout.ms"},
 		{session <= hb, groupSessionTimeoutConfig, "greater than " + groupHeartbeatIntervalConfig},
 		{val[shareSessionTimeoutConfig] <= val[shareHeartbeatIntervalConfig], shareSessionTimeoutConfig, "greater than " + shareHeartbeatIntervalConfig},
+		{val[streamsHeartbeatIntervalConfig] < b.cfg.GroupStreamsMinHeartbeatInterval.Milliseconds(), streamsHeartbeatIntervalConfig, "greater than or equal to group.streams.min.heartbeat.interval.ms"},
+		{val[streamsHeartbeatIntervalConfig] > b.cfg.GroupStreamsMaxHeartbeatInterval.Milliseconds(), streamsHeartbeatIntervalConfig, "less than or equal to group.streams.max.heartbeat.interval.ms"},
+		{val[streamsSessionTimeoutConfig] < b.cfg.GroupStreamsMinSessionTimeout.Milliseconds(), streamsSessionTimeoutConfig, "greater than or equal to group.streams.min.session.timeout.ms"},
+		{val[streamsSessionTimeoutConfig] > b.cfg.GroupStreamsMaxSessionTimeout.Milliseconds(), streamsSessionTimeoutConfig, "less than or equal to group.streams.max.session.timeout.ms"},
+		{val[streamsSessionTimeoutConfig] <= val[streamsHeartbeatIntervalConfig], streamsSessionTimeoutConfig, "greater than " + streamsHeartbeatIntervalConfig},
+		{val[streamsNumStandbyReplicasConfig] < 0, streamsNumStandbyReplicasConfig, "greater than or equal to 0"},
+		{val[streamsNumStandbyReplicasConfig] > int64(b.cfg.GroupStreamsMaxStandbyReplicas), streamsNumStandbyReplicasConfig, "less than or equal to group.streams.max.standby.replicas"},
 	} {
 		if c.bad {
 			return &topic.Error{Code: kerr.InvalidConfig, Detail: c.name + " must be " + c.what}

@@ -208,7 +208,11 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 	g := c.groups[req.Group]
 	if g == nil {
 		if req.MemberEpoch != 0 {
-			return HeartbeatResponse{Err: errorf(kerr.GroupIDNotFound, "Streams group %s not found.", req.Group)}
+			// Kafka answers GROUP_ID_NOT_FOUND, which its clients take
+			// as fatal. Groups are not persisted here, so a member
+			// heartbeating to a group the broker lost in a restart is
+			// told it is unknown instead, and rejoins.
+			return HeartbeatResponse{Err: errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s: streams group %s not found.", req.MemberID, req.Group, req.Group)}
 		}
 		g = newGroup(req.Group, c.now())
 		c.groups[req.Group] = g

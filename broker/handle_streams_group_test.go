@@ -1,0 +1,178 @@
+package broker
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// streamsJoin is the first heartbeat of a Kafka Streams member of the
+// count application over topic in (stream(in).groupBy().count()).
+func streamsJoin(group, member, process string) *kmsg.StreamsGroupHeartbeatRequest {
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = group, member, 0
+	req.RebalanceTimeoutMillis = 30000
+	req.ProcessID = kmsg.StringPtr(process)
+	req.EndpointInformationEpoch = -1
+	req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	s0 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	s0.SubtopologyID, s0.SourceTopics, s0.RepartitionSinkTopics = "0", []string{"in"}, []string{group + "-rep"}
+	s1 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	s1.SubtopologyID = "1"
+	s1.RepartitionSourceTopics = []kmsg.TopicInfo{{Topic: group + "-rep"}}
+	s1.StateChangelogTopics = []kmsg.TopicInfo{{Topic: group + "-changelog", Configs: []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "compact"}}}}
+	top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{s0, s1}
+	req.Topology = &top
+	return req
+}
+
+func TestStreamsGroupHeartbeatAndAdmin(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, nil)
+	if _, err := newAdmin(t, srv).CreateTopic(testCtx(t), 3, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	r := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, streamsJoin("app", "m1", "p1"))
+	if r.ErrorCode != 0 || r.MemberEpoch < 1 || len(r.Status) != 0 {
+		t.Fatalf("join: %d %v epoch %d status %+v", r.ErrorCode, r.ErrorMessage, r.MemberEpoch, r.Status)
+	}
+	n := 0
+	for _, tk := range r.ActiveTasks {
+		n += len(tk.Partitions)
+	}
+	if n != 6 {
+		t.Fatalf("active tasks %+v, want 3 of each subtopology", r.ActiveTasks)
+	}
+	// The broker created the internal topics with the decided counts and
+	// the topology's configs.
+	for _, name := range []string{"app-rep", "app-changelog"} {
+		tp, ok := srv.Broker.topics.Get(name)
+		if !ok || tp.Partitions != 3 {
+			t.Fatalf("internal topic %s: %+v %v", name, tp, ok)
+		}
+	}
+	if tp, _ := srv.Broker.topics.Get("app-changelog"); !tp.Configs.CleanupPolicy().Compact {
+		t.Fatal("changelog not created compacted, as its topology asks")
+	}
+	epoch := r.MemberEpoch
+
+	// StreamsGroupDescribe.
+	dreq := kmsg.NewPtrStreamsGroupDescribeRequest()
+	dreq.Groups = []string{"app", "nope"}
+	d := adminRequest[*kmsg.StreamsGroupDescribeResponse](t, srv, dreq)
+	if g := d.Groups[0]; g.ErrorCode != 0 || g.State != "Stable" || len(g.Members) != 1 || g.Members[0].MemberID != "m1" || g.Topology == nil || len(g.Topology.Subtopologies) != 2 {
+		t.Fatalf("describe: %+v", g)
+	}
+	if g := d.Groups[1]; g.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("describe unknown: %+v", g)
+	}
+
+	// ListGroups with the streams type.
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lreq.Version = 5
+	lreq.TypesFilter = []string{"streams"}
+	l := adminRequest[*kmsg.ListGroupsResponse](t, srv, lreq)
+	if len(l.Groups) != 1 || l.Groups[0].Group != "app" || l.Groups[0].GroupType != "streams" || l.Groups[0].GroupState != "Stable" {
+		t.Fatalf("list groups: %+v", l.Groups)
+	}
+
+	// Other group types cannot use the id, nor describe it.
+	creq := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	creq.Version = 1
+	creq.Group, creq.MemberID, creq.RebalanceTimeoutMillis, creq.SubscribedTopicNames = "app", "c1", 30000, []string{"in"}
+	creq.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if c := adminRequest[*kmsg.ConsumerGroupHeartbeatResponse](t, srv, creq); c.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("consumer heartbeat on a streams group: %v", kerr.ErrorForCode(c.ErrorCode))
+	}
+	dgreq := kmsg.NewPtrDescribeGroupsRequest()
+	dgreq.Version = 6
+	dgreq.Groups = []string{"app"}
+	if g := adminRequest[*kmsg.DescribeGroupsResponse](t, srv, dgreq).Groups[0]; g.ErrorCode != kerr.GroupIDNotFound.Code || g.ErrorMessage == nil || *g.ErrorMessage != "Group app is not a classic group." {
+		t.Fatalf("classic describe of a streams group: %+v", g)
+	}
+
+	// Offset commits are checked against the member epoch.
+	commit := func(e int32) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 9
+		req.Group, req.MemberID, req.Generation = "app", "m1", e
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "in"
+		rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}
+		req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+		return adminRequest[*kmsg.OffsetCommitResponse](t, srv, req).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit(epoch + 5); code != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("commit at a wrong epoch: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit(epoch); code != 0 {
+		t.Fatalf("commit at the member epoch: %v", kerr.ErrorForCode(code))
+	}
+
+	// DeleteGroups: not while it has members.
+	del := func() int16 {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{"app"}
+		return adminRequest[*kmsg.DeleteGroupsResponse](t, srv, req).Groups[0].ErrorCode
+	}
+	if code := del(); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete with a member: %v", kerr.ErrorForCode(code))
+	}
+	leave := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	leave.Group, leave.MemberID, leave.MemberEpoch = "app", "m1", -1
+	if lr := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, leave); lr.ErrorCode != 0 || lr.MemberEpoch != -1 {
+		t.Fatalf("leave: %+v", lr)
+	}
+	if code := del(); code != 0 {
+		t.Fatalf("delete empty: %v", kerr.ErrorForCode(code))
+	}
+	if g := adminRequest[*kmsg.StreamsGroupDescribeResponse](t, srv, dreq).Groups[0]; g.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("describe after delete: %+v", g)
+	}
+}
+
+func TestStreamsGroupNamespaceAndErrors(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, nil)
+	// A consumer group holds the id.
+	creq := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	creq.Version = 1
+	creq.Group, creq.MemberID, creq.RebalanceTimeoutMillis, creq.SubscribedTopicNames = "cg", "c1", 30000, []string{"x"}
+	creq.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if c := adminRequest[*kmsg.ConsumerGroupHeartbeatResponse](t, srv, creq); c.ErrorCode != 0 {
+		t.Fatalf("consumer join: %v", kerr.ErrorForCode(c.ErrorCode))
+	}
+	r := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, streamsJoin("cg", "m1", "p1"))
+	if r.ErrorCode != kerr.GroupIDNotFound.Code || r.ErrorMessage == nil || *r.ErrorMessage != "Group cg is not a streams group." {
+		t.Fatalf("streams join of a consumer group: %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+	// Missing source topic: a status, no tasks, no error.
+	r = adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, streamsJoin("app", "m1", "p1"))
+	if r.ErrorCode != 0 || len(r.Status) != 1 || r.Status[0].StatusCode != 1 || r.Status[0].StatusDetail != "Source topics in are missing." {
+		t.Fatalf("missing source: %d %+v", r.ErrorCode, r.Status)
+	}
+	// Invalid requests.
+	bad := streamsJoin("app", "", "p1")
+	if r := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, bad); r.ErrorCode != kerr.InvalidRequest.Code || *r.ErrorMessage != "MemberId can't be empty." {
+		t.Fatalf("no member id: %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+	bad = streamsJoin("app", "m2", "p2")
+	bad.Topology.Subtopologies[0].SourceTopicRegex = []string{"in.*"}
+	if r := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, bad); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("source regex: %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+	// ApiVersions advertises the keys while streams.version is 1.
+	av := adminRequest[*kmsg.ApiVersionsResponse](t, srv, kmsg.NewPtrApiVersionsRequest())
+	found := 0
+	for _, k := range av.ApiKeys {
+		if k.ApiKey == int16(kmsg.StreamsGroupHeartbeat) && k.MaxVersion == 1 || k.ApiKey == int16(kmsg.StreamsGroupDescribe) && k.MaxVersion == 0 {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Fatalf("ApiVersions: streams keys not advertised as expected (%d of 2)", found)
+	}
+}
