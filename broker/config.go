@@ -331,6 +331,10 @@ type Config struct {
 	GroupStreamsMaxSize              int           `kafka:"group.streams.max.size"`
 	GroupStreamsNumStandbyReplicas   int           `kafka:"group.streams.num.standby.replicas"`
 	GroupStreamsMaxStandbyReplicas   int           `kafka:"group.streams.max.standby.replicas"`
+	// GroupStreamsInitialRebalanceDelay holds back a new streams group's
+	// first task assignment (ASSIGNMENT_DELAYED) so that instances that
+	// start together share one rebalance.
+	GroupStreamsInitialRebalanceDelay time.Duration `kafka:"group.streams.initial.rebalance.delay.ms"`
 
 	// GroupShare* are the settings of share groups (KIP-932,
 	// group.share.*), with Kafka 4.2's defaults; share_config.go checks
@@ -424,15 +428,16 @@ func DefaultConfig() Config {
 		ConsumerGroupMaxSize:               math.MaxInt32,
 		ConsumerGroupAssignors:             "uniform,range",
 
-		GroupStreamsSessionTimeout:       45 * time.Second,
-		GroupStreamsMinSessionTimeout:    45 * time.Second,
-		GroupStreamsMaxSessionTimeout:    60 * time.Second,
-		GroupStreamsHeartbeatInterval:    5 * time.Second,
-		GroupStreamsMinHeartbeatInterval: 5 * time.Second,
-		GroupStreamsMaxHeartbeatInterval: 15 * time.Second,
-		GroupStreamsMaxSize:              math.MaxInt32,
-		GroupStreamsNumStandbyReplicas:   0,
-		GroupStreamsMaxStandbyReplicas:   2,
+		GroupStreamsSessionTimeout:        45 * time.Second,
+		GroupStreamsMinSessionTimeout:     45 * time.Second,
+		GroupStreamsMaxSessionTimeout:     60 * time.Second,
+		GroupStreamsHeartbeatInterval:     5 * time.Second,
+		GroupStreamsMinHeartbeatInterval:  5 * time.Second,
+		GroupStreamsMaxHeartbeatInterval:  15 * time.Second,
+		GroupStreamsMaxSize:               math.MaxInt32,
+		GroupStreamsNumStandbyReplicas:    0,
+		GroupStreamsMaxStandbyReplicas:    2,
+		GroupStreamsInitialRebalanceDelay: 3 * time.Second,
 
 		GroupShareSessionTimeout:          45 * time.Second,
 		GroupShareHeartbeatInterval:       5 * time.Second,

@@ -106,6 +106,11 @@ func (b *Broker) handleStreamsGroupHeartbeat(c *conn, req *kmsg.StreamsGroupHear
 	}
 	resp.MemberID = r.MemberID
 	resp.MemberEpoch = r.MemberEpoch
+	if r.MemberEpoch < 0 {
+		// Leaving: the rest stays at its defaults, as in Kafka.
+		resp.AcceptableRecoveryLag = -1
+		return respond(resp)
+	}
 	resp.HeartbeatIntervalMillis = int32(r.HeartbeatInterval.Milliseconds())
 	resp.AcceptableRecoveryLagLegacy = int32(min(r.AcceptableRecoveryLag, 1<<31-1))
 	resp.AcceptableRecoveryLag = r.AcceptableRecoveryLag

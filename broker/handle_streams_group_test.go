@@ -31,7 +31,7 @@ func streamsJoin(group, member, process string) *kmsg.StreamsGroupHeartbeatReque
 
 func TestStreamsGroupHeartbeatAndAdmin(t *testing.T) {
 	t.Parallel()
-	srv := newTestServer(t, nil)
+	srv := newTestServer(t, func(c *Config) { c.GroupStreamsInitialRebalanceDelay = 0 })
 	if _, err := newAdmin(t, srv).CreateTopic(testCtx(t), 3, 1, nil, "in"); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestStreamsGroupHeartbeatAndAdmin(t *testing.T) {
 
 func TestStreamsGroupNamespaceAndErrors(t *testing.T) {
 	t.Parallel()
-	srv := newTestServer(t, nil)
+	srv := newTestServer(t, func(c *Config) { c.GroupStreamsInitialRebalanceDelay = 0 })
 	// A consumer group holds the id.
 	creq := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	creq.Version = 1
@@ -174,5 +174,19 @@ func TestStreamsGroupNamespaceAndErrors(t *testing.T) {
 	}
 	if found != 2 {
 		t.Fatalf("ApiVersions: streams keys not advertised as expected (%d of 2)", found)
+	}
+}
+
+// TestStreamsGroupInitialRebalanceDelay: a new group's first heartbeats
+// get the ASSIGNMENT_DELAYED status and no tasks, at epoch 1, as Kafka's.
+func TestStreamsGroupInitialRebalanceDelay(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, nil)
+	if _, err := newAdmin(t, srv).CreateTopic(testCtx(t), 1, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	r := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, streamsJoin("app", "m1", "p1"))
+	if r.ErrorCode != 0 || r.MemberEpoch != 1 || len(r.Status) != 1 || r.Status[0].StatusCode != 5 || len(r.ActiveTasks) != 0 {
+		t.Fatalf("join within the delay: %d epoch %d status %+v tasks %+v", r.ErrorCode, r.MemberEpoch, r.Status, r.ActiveTasks)
 	}
 }

@@ -29,6 +29,7 @@ func (c *Config) streamsConfig() streams.Config {
 	sc.MaxSize = c.GroupStreamsMaxSize
 	sc.NumStandbyReplicas = c.GroupStreamsNumStandbyReplicas
 	sc.MaxStandbyReplicas = c.GroupStreamsMaxStandbyReplicas
+	sc.InitialRebalanceDelay = c.GroupStreamsInitialRebalanceDelay
 	return sc
 }
 

@@ -384,6 +384,7 @@ func diffSequences(run string) []diffSequence {
 		}},
 		{name: "transactions v2", steps: txnV2Steps(run)},
 		{name: "transaction protocol versions", steps: txnProtoSteps(run)},
+		{name: "streams groups", steps: streamsDiffSteps(run)},
 	}
 }
 

@@ -44,6 +44,7 @@ func (c *Coordinator) Delete(id string) (found bool, err error) {
 	if len(g.members) > 0 {
 		return true, kerr.NonEmptyGroup
 	}
+	c.stopDelayLocked(g)
 	delete(c.groups, id)
 	return true, nil
 }

@@ -23,8 +23,12 @@ type Config struct {
 	MaxSize int `kafka:"group.streams.max.size"`
 	// NumStandbyReplicas is how many standby replicas of each stateful
 	// task the assignor places, on processes other than the active one's.
-	NumStandbyReplicas    int `kafka:"group.streams.num.standby.replicas"`
-	MaxStandbyReplicas    int `kafka:"group.streams.max.standby.replicas"`
+	NumStandbyReplicas int `kafka:"group.streams.num.standby.replicas"`
+	MaxStandbyReplicas int `kafka:"group.streams.max.standby.replicas"`
+	// InitialRebalanceDelay holds back a new group's first assignment so
+	// that the instances starting together land in one rebalance;
+	// members see the ASSIGNMENT_DELAYED status meanwhile.
+	InitialRebalanceDelay time.Duration `kafka:"group.streams.initial.rebalance.delay.ms"`
 	AcceptableRecoveryLag int64
 	// TaskOffsetInterval is how often members report their changelog
 	// offsets (task.offset.interval.ms in Kafka's response).
@@ -33,7 +37,8 @@ type Config struct {
 
 // DefaultConfig returns Kafka 4's defaults: a 45 s session timeout (45 s
 // to 60 s allowed), a 5 s heartbeat interval (5 s to 15 s), no practical
-// size limit, no standby replicas (at most 2).
+// size limit, no standby replicas (at most 2), a 3 s initial rebalance
+// delay.
 func DefaultConfig() Config {
 	return Config{
 		SessionTimeout:        45 * time.Second,
@@ -45,6 +50,7 @@ func DefaultConfig() Config {
 		MaxSize:               math.MaxInt32,
 		NumStandbyReplicas:    0,
 		MaxStandbyReplicas:    2,
+		InitialRebalanceDelay: 3 * time.Second,
 		AcceptableRecoveryLag: 10000,
 		TaskOffsetInterval:    60 * time.Second,
 	}
@@ -61,6 +67,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group.streams.heartbeat.interval.ms %v must be within [%v, %v]", c.HeartbeatInterval, c.MinHeartbeatInterval, c.MaxHeartbeatInterval)
 	case c.HeartbeatInterval >= c.SessionTimeout:
 		return fmt.Errorf("group.streams.heartbeat.interval.ms must be less than group.streams.session.timeout.ms")
+	case c.InitialRebalanceDelay < 0:
+		return fmt.Errorf("group.streams.initial.rebalance.delay.ms must not be negative")
 	case c.MaxSize < 1:
 		return fmt.Errorf("group.streams.max.size must be at least 1")
 	case c.NumStandbyReplicas < 0 || c.NumStandbyReplicas > c.MaxStandbyReplicas:

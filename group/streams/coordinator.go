@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -61,6 +62,7 @@ func (c *Coordinator) Close() {
 	c.mu.Lock()
 	c.closed = true
 	for _, g := range c.groups {
+		c.stopDelayLocked(g)
 		for _, m := range g.members {
 			c.stopTimersLocked(m)
 		}
@@ -216,6 +218,10 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 		}
 		g = newGroup(req.Group, c.now())
 		c.groups[req.Group] = g
+		if c.cfg.InitialRebalanceDelay > 0 {
+			g.delayed = true
+			c.scheduleDelayEndLocked(g, c.cfg.InitialRebalanceDelay)
+		}
 	}
 	switch {
 	case req.MemberEpoch == -1:
@@ -231,6 +237,9 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 		owned = &t
 	}
 	joining := req.MemberEpoch == 0
+	// bump is whether this heartbeat moves the group epoch: once,
+	// whatever changed (GroupMetadataManager.streamsGroupHeartbeat).
+	bump := false
 	if joining {
 		e := emptyTasks()
 		owned = &e
@@ -266,7 +275,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 			}
 			m = &member{id: req.MemberID, assigned: emptyTasks(), pendingRevocation: emptyTasks()}
 			g.members[m.id] = m
-			g.epoch++
+			bump = true
 		}
 	} else {
 		if m == nil {
@@ -306,8 +315,8 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
 	}
 	m.clientID, m.clientHost = req.ClientID, req.ClientHost
-	if changed && !joining {
-		g.epoch++
+	if changed {
+		bump = true
 	}
 
 	// The topology: the first one, or a newer epoch, becomes the group's.
@@ -317,7 +326,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 		case g.topology == nil || req.Topology.Epoch > g.topology.Epoch:
 			t := *req.Topology
 			g.topology = &t
-			g.epoch++
+			bump = true
 		case req.Topology.Epoch == g.topology.Epoch && !req.Topology.equal(g.topology):
 			return HeartbeatResponse{Err: errorf(kerr.StreamsInvalidTopologyEpoch,
 				"Topology epoch %d of member %s names a different topology than the group's with the same epoch.", req.Topology.Epoch, m.id)}
@@ -326,7 +335,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 	if g.topology != nil {
 		conf := configure(g.topology, md)
 		if conf.fingerprint != g.conf.fingerprint || conf.ready() != g.conf.ready() {
-			g.epoch++
+			bump = true
 		}
 		g.conf = conf
 	}
@@ -334,6 +343,9 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 		g.shutdown = true
 	}
 
+	if bump {
+		g.epoch++
+	}
 	if g.epoch > g.targetEpoch {
 		g.computeTarget(gc.NumStandbyReplicas)
 	}
@@ -358,6 +370,9 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 		TaskOffsetInterval:       c.cfg.TaskOffsetInterval,
 		EndpointInformationEpoch: g.endpointEpoch,
 	}
+	if g.delayed {
+		resp.Status = append(resp.Status, Status{Code: StatusAssignmentDelayed, Detail: "Assignment delayed due to the configured initial rebalance delay."})
+	}
 	if g.conf.status != nil {
 		resp.Status = append(resp.Status, *g.conf.status)
 	}
@@ -373,9 +388,14 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 		resp.HasTasks = true
 		resp.Tasks = m.assigned.clone()
 	}
+	if eps := g.endpointPartitions(); fmt.Sprint(eps) != g.endpoints {
+		g.endpoints = fmt.Sprint(eps)
+		g.endpointEpoch++
+	}
+	resp.EndpointInformationEpoch = g.endpointEpoch
 	if req.EndpointInformationEpoch != g.endpointEpoch {
 		resp.HasEndpoints = true
-		resp.Endpoints = g.endpoints()
+		resp.Endpoints = g.endpointPartitions()
 	}
 	return resp
 }
@@ -480,9 +500,9 @@ func (c *Coordinator) removeLocked(g *group, m *member) {
 	}
 }
 
-// endpoints maps every member's user endpoint to the partitions its
+// endpointPartitions maps every member's user endpoint to the partitions its
 // active and standby tasks read (EndpointToPartitionsManager).
-func (g *group) endpoints() []EndpointPartitions {
+func (g *group) endpointPartitions() []EndpointPartitions {
 	out := []EndpointPartitions{}
 	if g.topology == nil {
 		return out

@@ -48,6 +48,12 @@
 // no standby or warm-up copy; a standby when the member's process holds no
 // copy.
 //
+// A heartbeat moves the group epoch at most once, whatever changed. A new
+// group waits group.streams.initial.rebalance.delay.ms before its first
+// assignment with tasks: meanwhile target assignments are empty and
+// members get the ASSIGNMENT_DELAYED status; when the delay ends the
+// group epoch moves, and the next heartbeat assigns.
+//
 // # Group states
 //
 // Empty without members; NotReady while the topology cannot run (missing
@@ -77,6 +83,9 @@
 //   - The assignor is sticky and balanced like Kafka's but its own
 //     algorithm; it assigns no warm-up tasks and ignores task offsets and
 //     client tags (rack-aware standby placement).
+//   - Target assignments are computed by the heartbeat that finds the
+//     group epoch ahead, not at most every
+//     group.streams.assignment.interval.ms (KIP-1263).
 //   - The topology is not compared with the group's beyond its epoch,
 //     except that the same epoch with a different topology is
 //     STREAMS_INVALID_TOPOLOGY_EPOCH.

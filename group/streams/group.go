@@ -92,10 +92,18 @@ type group struct {
 	// down; every member is told so.
 	shutdown bool
 	created  time.Time
+	// delayed is set from the group's creation until the initial
+	// rebalance delay passed: target assignments have no tasks meanwhile,
+	// and at its end the group epoch moves so the next heartbeat assigns.
+	delayed    bool
+	delayTimer *time.Timer
+	// endpoints is the last endpoint-to-partitions map members were
+	// given, rendered; endpointEpoch moves when it changes.
+	endpoints string
 }
 
 func newGroup(id string, now time.Time) *group {
-	return &group{id: id, members: make(map[string]*member), target: make(map[string]Tasks), created: now}
+	return &group{id: id, members: make(map[string]*member), target: make(map[string]Tasks), created: now, endpoints: "[]"}
 }
 
 // state derives the group state as StreamsGroup.maybeUpdateGroupState.
@@ -253,7 +261,7 @@ func (g *group) nextAssignment(m *member, epoch int32, target Tasks, owned *Task
 // (TargetAssignmentBuilder with the sticky assignor).
 func (g *group) computeTarget(numStandby int) {
 	spec := assignSpec{tasks: map[string]int32{}, stateful: map[string]bool{}, numStandby: numStandby}
-	if g.topology != nil && g.conf.ready() {
+	if g.topology != nil && g.conf.ready() && !g.delayed {
 		spec.tasks = g.conf.tasks
 		for _, s := range g.topology.Subtopologies {
 			if len(s.StateChangelogTopics) > 0 {
@@ -273,5 +281,4 @@ func (g *group) computeTarget(numStandby int) {
 	}
 	g.target = assign(spec)
 	g.targetEpoch = g.epoch
-	g.endpointEpoch++
 }

@@ -49,6 +49,7 @@ func testConfig() Config {
 	cfg := DefaultConfig()
 	cfg.MinSessionTimeout, cfg.SessionTimeout = time.Second, 10*time.Second
 	cfg.MinHeartbeatInterval, cfg.HeartbeatInterval = 100*time.Millisecond, time.Second
+	cfg.InitialRebalanceDelay = 0
 	return cfg
 }
 
@@ -490,4 +491,28 @@ func TestAssignorStandbysNeedOtherProcesses(t *testing.T) {
 			t.Fatalf("%s got standbys %v on the active copy's process", id, ts.Standby)
 		}
 	}
+}
+
+func TestInitialRebalanceDelay(t *testing.T) {
+	cfg := testConfig()
+	cfg.InitialRebalanceDelay = 3 * time.Second
+	harness(t, cfg, func(t *testing.T, c *Coordinator, topics *fakeTopics) {
+		a := newMember(t, c, topics, "a", "p1")
+		r := a.mustHeartbeat()
+		if len(r.Status) != 1 || r.Status[0].Code != StatusAssignmentDelayed || len(r.Tasks.Active) != 0 {
+			t.Fatalf("first heartbeat: status %+v tasks %v", r.Status, r.Tasks.Active)
+		}
+		if d, _ := c.Describe("app"); d.Epoch != 1 || d.TargetEpoch != 1 || r.MemberEpoch != 1 {
+			t.Fatalf("delayed group: %s epoch %d target %d member %d", d.State, d.Epoch, d.TargetEpoch, r.MemberEpoch)
+		}
+		b := newMember(t, c, topics, "b", "p2")
+		b.mustHeartbeat()
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		a.mustHeartbeat()
+		b.mustHeartbeat()
+		if len(a.last.Status) != 0 || len(a.owned.Active) != 4 || len(b.owned.Active) != 4 {
+			t.Fatalf("after the delay: status %+v, a %d tasks, b %d: one rebalance for both", a.last.Status, len(a.owned.Active), len(b.owned.Active))
+		}
+	})
 }

@@ -62,3 +62,30 @@ func (c *Coordinator) stopTimersLocked(m *member) {
 	c.stopSessionLocked(m)
 	c.stopRebalanceLocked(m)
 }
+
+// scheduleDelayEndLocked ends a new group's initial rebalance delay after
+// d: the group epoch moves, so the next heartbeat computes a target
+// assignment with tasks.
+func (c *Coordinator) scheduleDelayEndLocked(g *group, d time.Duration) {
+	c.wg.Add(1)
+	t := time.AfterFunc(d, func() {
+		defer c.wg.Done()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed || c.groups[g.id] != g || !g.delayed {
+			return
+		}
+		g.delayed = false
+		g.delayTimer = nil
+		g.epoch++
+	})
+	g.delayTimer = t
+}
+
+// stopDelayLocked stops a group's delay timer (Close, deletion).
+func (c *Coordinator) stopDelayLocked(g *group) {
+	if g.delayTimer != nil && g.delayTimer.Stop() {
+		c.wg.Done()
+	}
+	g.delayTimer = nil
+}

@@ -66,6 +66,7 @@ const (
 	StatusIncorrectlyPartitionedTopics = 2
 	StatusMissingInternalTopics        = 3
 	StatusShutdownApplication          = 4
+	StatusAssignmentDelayed            = 5
 )
 
 // Status is one status of a heartbeat response.
