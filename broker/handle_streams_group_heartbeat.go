@@ -11,8 +11,9 @@ package broker
 // heartbeat then already assigns tasks (Kafka creates them in the
 // background and answers MISSING_INTERNAL_TOPICS until they exist). With
 // streams.version at 0 the API is not advertised and the answer is
-// UNSUPPORTED_VERSION. A group id held by a classic, consumer or share
-// group is GROUP_ID_NOT_FOUND, as in Kafka.
+// UNSUPPORTED_VERSION. A group id held by a consumer or share group, or a
+// classic group with members, is GROUP_ID_NOT_FOUND, as in Kafka; a join
+// (epoch 0) takes over an Empty classic group's id, offsets kept.
 //
 // Versions: v1 adds AcceptableRecoveryLag (int64) and
 // TopologyDescriptionRequired, never set here (no topology-description
@@ -24,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/group"
 	"github.com/kbroker/kbroker/group/streams"
 )
 
@@ -37,10 +39,22 @@ func (b *Broker) handleStreamsGroupHeartbeat(c *conn, req *kmsg.StreamsGroupHear
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return respond(resp)
 	}
-	if req.Group != "" && !b.streamsCo.Has(req.Group) && (b.shares.Has(req.Group) || b.groupIDTaken(req.Group)) {
-		resp.ErrorCode = kerr.GroupIDNotFound.Code
-		resp.ErrorMessage = kmsg.StringPtr("Group " + req.Group + " is not a streams group.")
-		return respond(resp)
+	if req.Group != "" && !b.streamsCo.Has(req.Group) {
+		switch d, err := b.groups.Describe(req.Group); {
+		case b.shares.Has(req.Group) || b.groups.Consumer().Exists(req.Group) || err == nil && d.State != group.Dead && d.State != group.Empty:
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			resp.ErrorMessage = kmsg.StringPtr("Group " + req.Group + " is not a streams group.")
+			return respond(resp)
+		case err == nil && d.State == group.Empty && req.MemberEpoch == 0:
+			// An Empty classic group (maybe only committed offsets,
+			// as after a restart) gives way, its offsets kept, as
+			// Kafka's maybeDeleteEmptyClassicGroup.
+			if derr := b.groups.Delete(req.Group); derr == nil {
+				if s, _ := b.groupOffsets(false); s != nil {
+					s.DeleteGroupMetadata(req.Group)
+				}
+			}
+		}
 	}
 	hr := streams.HeartbeatRequest{
 		Group:                    req.Group,

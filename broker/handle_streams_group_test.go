@@ -190,3 +190,51 @@ func TestStreamsGroupInitialRebalanceDelay(t *testing.T) {
 		t.Fatalf("join within the delay: %d epoch %d status %+v tasks %+v", r.ErrorCode, r.MemberEpoch, r.Status, r.ActiveTasks)
 	}
 }
+
+// TestStreamsGroupAfterRestart: streams groups are not persisted, so
+// after a restart a member's heartbeat is UNKNOWN_MEMBER_ID (it rejoins,
+// rather than failing on Kafka's GROUP_ID_NOT_FOUND); the rejoin gets the
+// tasks again and the group's committed offsets are still there.
+func TestStreamsGroupAfterRestart(t *testing.T) {
+	t.Parallel()
+	rs := newRestartable(t, func(c *Config) { c.GroupStreamsInitialRebalanceDelay = 0 })
+	srv := rs.running
+	if _, err := newAdmin(t, srv).CreateTopic(testCtx(t), 2, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	r := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, streamsJoin("app", "m1", "p1"))
+	if r.ErrorCode != 0 || len(r.ActiveTasks) != 2 {
+		t.Fatalf("join: %d %+v", r.ErrorCode, r.ActiveTasks)
+	}
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version = 9
+	commit.Group, commit.MemberID, commit.Generation = "app", "m1", r.MemberEpoch
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "in"
+	ct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 1, Offset: 7, LeaderEpoch: -1}}
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{ct}
+	if code := adminRequest[*kmsg.OffsetCommitResponse](t, srv, commit).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
+	}
+
+	srv = rs.restart()
+	beat := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	beat.Group, beat.MemberID, beat.MemberEpoch = "app", "m1", r.MemberEpoch
+	if b := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, beat); b.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("heartbeat after restart: %v", kerr.ErrorForCode(b.ErrorCode))
+	}
+	r = adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, streamsJoin("app", "m1", "p1"))
+	if r.ErrorCode != 0 || len(r.ActiveTasks) != 2 {
+		t.Fatalf("rejoin: %d %+v", r.ErrorCode, r.ActiveTasks)
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version = 9
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group, g.MemberID, g.MemberEpoch = "app", kmsg.StringPtr("m1"), r.MemberEpoch
+	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "in", Partitions: []int32{1}}}
+	fetch.Groups = []kmsg.OffsetFetchRequestGroup{g}
+	f := adminRequest[*kmsg.OffsetFetchResponse](t, srv, fetch)
+	if fg := f.Groups[0]; fg.ErrorCode != 0 || len(fg.Topics) != 1 || fg.Topics[0].Partitions[0].Offset != 7 {
+		t.Fatalf("offsets after restart: %+v", fg)
+	}
+}

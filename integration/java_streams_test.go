@@ -30,10 +30,11 @@ func TestJavaStreamsProtocol(t *testing.T) {
 		t.Skipf("no Java toolchain: %v", err)
 	}
 	b := startBinary(t, "--config", writeProps(t, map[string]string{
-		"group.streams.min.heartbeat.interval.ms": "500",
-		"group.streams.heartbeat.interval.ms":     "1000",
-		"group.streams.min.session.timeout.ms":    "6000",
-		"group.streams.session.timeout.ms":        "10000",
+		"group.streams.min.heartbeat.interval.ms":  "500",
+		"group.streams.heartbeat.interval.ms":      "1000",
+		"group.streams.min.session.timeout.ms":     "6000",
+		"group.streams.session.timeout.ms":         "10000",
+		"group.streams.initial.rebalance.delay.ms": "1000",
 	}))
 	module, err := filepath.Abs("java-streams")
 	if err != nil {
