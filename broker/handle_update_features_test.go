@@ -50,7 +50,7 @@ func TestUpdateFeatures(t *testing.T) {
 	w := dialWire(t, srv)
 	fin, sup, epoch := finalized(t, w)
 	if fin[featureMetadataVersion] != metadataVersionLevel || fin[featureGroupVersion] != 1 || fin[featureShareVersion] != 1 ||
-		fin[featureTxnVersion] != 2 || len(fin) != 4 || epoch != 0 {
+		fin[featureTxnVersion] != 2 || fin[featureStreamsVersion] != 1 || len(fin) != 5 || epoch != 0 {
 		t.Fatalf("initial finalized features %v epoch %d", fin, epoch)
 	}
 	if sup[featureGroupVersion] != [2]int16{0, 1} || sup[featureMetadataVersion] != [2]int16{metadataVersionMin, metadataVersionLevel} ||
@@ -125,5 +125,36 @@ func TestUpdateFeatures(t *testing.T) {
 	}
 	if !hasKey(t, w, int16(kmsg.ConsumerGroupHeartbeat)) {
 		t.Fatal("ConsumerGroupHeartbeat not advertised with group.version 1")
+	}
+}
+
+// TestStreamsVersionFeature: streams.version 0 turns streams groups off
+// (not advertised, UNSUPPORTED_VERSION), 1 back on.
+func TestStreamsVersionFeature(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, nil)
+	w := dialWire(t, srv)
+	adm := newAdmin(t, srv)
+	ctx := testCtx(t)
+	if !hasKey(t, w, int16(kmsg.StreamsGroupHeartbeat)) || !hasKey(t, w, int16(kmsg.StreamsGroupDescribe)) {
+		t.Fatal("streams keys not advertised with streams.version 1")
+	}
+	res, err := adm.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: featureStreamsVersion, MaxVersionLevel: 0, UpgradeType: 2})
+	if err != nil || res[featureStreamsVersion].Err != nil {
+		t.Fatalf("downgrade streams.version: %v %v", res, err)
+	}
+	if hasKey(t, w, int16(kmsg.StreamsGroupHeartbeat)) || hasKey(t, w, int16(kmsg.StreamsGroupDescribe)) {
+		t.Fatal("streams keys advertised with streams.version 0")
+	}
+	hb := streamsJoin("app", "m1", "p1")
+	if code := w.do(hb).(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
+		t.Fatalf("StreamsGroupHeartbeat with streams.version 0: %v", kerr.ErrorForCode(code))
+	}
+	res, err = adm.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: featureStreamsVersion, MaxVersionLevel: 1, UpgradeType: 1})
+	if err != nil || res[featureStreamsVersion].Err != nil {
+		t.Fatalf("upgrade streams.version: %v %v", res, err)
+	}
+	if !hasKey(t, w, int16(kmsg.StreamsGroupHeartbeat)) {
+		t.Fatal("StreamsGroupHeartbeat not advertised with streams.version 1")
 	}
 }
