@@ -15,9 +15,11 @@ const defaultRebalanceProtocols = "classic,consumer"
 
 // consumerProtocolEnabled parses group.coordinator.rebalance.protocols
 // and reports whether it lists "consumer". Kafka accepts the group types
-// (classic, consumer, streams, share); kbroker serves classic always and
-// consumer when listed, and refuses the others, which it does not
-// implement, and a list without classic, which it cannot turn off.
+// (classic, consumer, streams, share); kbroker serves classic always,
+// consumer when listed, and streams and share by their features
+// (streams.version, share.version) whether listed or not, as Kafka 4.2+;
+// it refuses other names and a list without classic, which it cannot
+// turn off.
 func (c *Config) consumerProtocolEnabled() (bool, error) {
 	classic, consumerOn := false, false
 	for _, p := range strings.Split(c.GroupCoordinatorRebalanceProtocols, ",") {

@@ -57,6 +57,9 @@ func (b *Broker) handleConsumerGroupDescribe(c *conn, req *kmsg.ConsumerGroupDes
 			if err != nil {
 				g.ErrorCode = errorCode(err)
 				g.ErrorMessage = errorMessage(err)
+				if b.streamsCo.Has(id) {
+					g.ErrorMessage = kmsg.StringPtr("Group " + id + " is not a consumer group.")
+				}
 				break
 			}
 			fillConsumerGroupDescription(&g, &d)

@@ -87,6 +87,11 @@ func TestStreamsGroupHeartbeatAndAdmin(t *testing.T) {
 	if c := adminRequest[*kmsg.ConsumerGroupHeartbeatResponse](t, srv, creq); c.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("consumer heartbeat on a streams group: %v", kerr.ErrorForCode(c.ErrorCode))
 	}
+	cdreq := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cdreq.Groups = []string{"app"}
+	if g := adminRequest[*kmsg.ConsumerGroupDescribeResponse](t, srv, cdreq).Groups[0]; g.ErrorCode != kerr.GroupIDNotFound.Code || g.ErrorMessage == nil || *g.ErrorMessage != "Group app is not a consumer group." {
+		t.Fatalf("consumer describe of a streams group: %+v", g)
+	}
 	dgreq := kmsg.NewPtrDescribeGroupsRequest()
 	dgreq.Version = 6
 	dgreq.Groups = []string{"app"}
