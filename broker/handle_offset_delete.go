@@ -29,6 +29,9 @@ func (b *Broker) handleOffsetDelete(c *conn, req *kmsg.OffsetDeleteRequest) (res
 		return respond(resp)
 	}
 	subscribed, found := b.groups.Consumer().SubscribedTopics(req.Group)
+	if !found {
+		subscribed, found = b.streamsCo.SubscribedTopics(req.Group)
+	}
 	everything := false
 	if !found {
 		d, err := b.groups.Describe(req.Group)

@@ -117,6 +117,14 @@ func TestStreamsGroupHeartbeatAndAdmin(t *testing.T) {
 		t.Fatalf("commit at the member epoch: %v", kerr.ErrorForCode(code))
 	}
 
+	// OffsetDelete: not for a topic the topology reads while it has members.
+	odel := kmsg.NewPtrOffsetDeleteRequest()
+	odel.Group = "app"
+	odel.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "in", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+	if od := adminRequest[*kmsg.OffsetDeleteResponse](t, srv, odel); od.ErrorCode != 0 || od.Topics[0].Partitions[0].ErrorCode != kerr.GroupSubscribedToTopic.Code {
+		t.Fatalf("offset delete of a read topic: %d %+v", od.ErrorCode, od.Topics)
+	}
+
 	// DeleteGroups: not while it has members.
 	del := func() int16 {
 		req := kmsg.NewPtrDeleteGroupsRequest()

@@ -165,3 +165,29 @@ func (c *Coordinator) Describe(id string) (Description, error) {
 	}
 	return d, nil
 }
+
+// SubscribedTopics returns the topics a group with members reads (its
+// topology's source and repartition source topics), for OffsetDelete's
+// GROUP_SUBSCRIBED_TO_TOPIC (StreamsGroup.isSubscribedToTopic); found is
+// false when no streams group holds the id.
+func (c *Coordinator) SubscribedTopics(groupID string) (topics map[string]bool, found bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[groupID]
+	if g == nil {
+		return nil, false
+	}
+	topics = make(map[string]bool)
+	if len(g.members) == 0 || g.topology == nil {
+		return topics, true
+	}
+	for _, s := range g.topology.Subtopologies {
+		for _, t := range s.SourceTopics {
+			topics[t] = true
+		}
+		for _, r := range s.RepartitionSourceTopics {
+			topics[r.Name] = true
+		}
+	}
+	return topics, true
+}
