@@ -75,6 +75,15 @@ type Status struct {
 	Detail string
 }
 
+// maxTopicPartitions bounds a repartition topic's fixed partition count:
+// Kafka's MAX_PARTITIONS_PER_BATCH, more than a CreateTopics may create.
+// maxTasks bounds a topology's tasks, so that a hostile topology cannot
+// make the broker hold millions of them.
+const (
+	maxTopicPartitions = 10_000
+	maxTasks           = 100_000
+)
+
 // validate checks a topology as Kafka does before accepting it
 // (GroupMetadataManager.throwIfInvalidTopology and StreamsTopology's
 // checks): unique subtopology ids, at least one source topic each,
@@ -102,8 +111,8 @@ func (t *Topology) validate() error {
 			}
 		}
 		for _, r := range s.RepartitionSourceTopics {
-			if r.Partitions < 0 {
-				return errorf(kerr.StreamsInvalidTopology, "Repartition topic %s has a negative partition count %d.", r.Name, r.Partitions)
+			if r.Partitions < 0 || r.Partitions > maxTopicPartitions {
+				return errorf(kerr.StreamsInvalidTopology, "Repartition topic %s has partition count %d, not within [0, %d].", r.Name, r.Partitions, maxTopicPartitions)
 			}
 		}
 		for _, sink := range s.RepartitionSinkTopics {
@@ -300,9 +309,14 @@ func configure(t *Topology, md Metadata) configured {
 	}
 
 	c := configured{tasks: make(map[string]int32, len(t.Subtopologies))}
+	total := 0
 	for i := range t.Subtopologies {
 		s := &t.Subtopologies[i]
 		n, _ := numTasks(s)
+		if total += int(n); total > maxTasks {
+			return configured{fingerprint: fp.String(), status: &Status{Code: StatusIncorrectlyPartitionedTopics,
+				Detail: fmt.Sprintf("The topology has more than %d tasks.", maxTasks)}}
+		}
 		c.tasks[s.ID] = n
 		for _, ch := range s.StateChangelogTopics {
 			decided[ch.Name] = n
