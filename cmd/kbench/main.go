@@ -25,7 +25,10 @@
 //   - floor-null, floor-write (produce only): the least a broker can do,
 //     reading and answering produce requests without storing them, or
 //     writing their batches to files with write(2) and nothing else; they
-//     show what the client, loopback TCP and the page cache cost alone.
+//     show what the client, loopback TCP and the page cache cost alone;
+//   - floor-read (produce, direct consume, e2e): the consume floor, which
+//     keeps the produced batches in memory and answers fetches with one
+//     writev of them: no files, no validation, no groups.
 //
 // Every round starts fresh brokers on empty data directories and runs
 // each case on each broker in turn, the order rotating from round to
@@ -228,8 +231,14 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	for _, b := range o.brokers {
-		if strings.HasPrefix(b, "floor") && slices.ContainsFunc(o.only, func(w string) bool { return w != "produce" && w != "raw" }) {
-			return o, fmt.Errorf("--brokers %s serves only the produce and raw workloads: add --only produce or raw", b)
+		served := []string{"produce", "raw"}
+		if b == "floor-read" {
+			served = append(served, "consume", "e2e")
+		}
+		for _, w := range o.only {
+			if strings.HasPrefix(b, "floor") && !slices.Contains(served, w) {
+				return o, fmt.Errorf("--brokers %s serves only the %s workloads: name them with --only", b, strings.Join(served, ", "))
+			}
 		}
 	}
 	if o.caseFilter != "" {
@@ -451,6 +460,9 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 				continue
 			}
 			for _, bp := range order {
+				if cc.group && bp.spec.kind == "floor-read" {
+					continue // the floor has no group coordinator
+				}
 				m, err := b.measure(bp, "consume", cc.name(), round, func() (metrics, error) {
 					return runConsume(ctx, bp, cc, cc.from.topic(tag), b.o.consumePasses)
 				})

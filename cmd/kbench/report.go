@@ -199,7 +199,7 @@ func (r *results) casesAndBrokers(workload string) (cases, brokers []string) {
 // brokerRank orders brokers: kbroker first, then Kafka, kfake-disk,
 // kfake-mem, then the floors.
 func brokerRank(name string) int {
-	for i, k := range []string{"kbroker", "kbroker-bin", "kafka", "kfake-disk", "kfake-mem", "floor-null", "floor-write", "external"} {
+	for i, k := range []string{"kbroker", "kbroker-bin", "kafka", "kfake-disk", "kfake-mem", "floor-null", "floor-write", "floor-read", "external"} {
 		if strings.TrimSuffix(name, "-sync") == k {
 			return i
 		}
