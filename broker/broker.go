@@ -63,6 +63,9 @@ type Broker struct {
 	shares   *share.Coordinator
 	sharesMu sync.Mutex
 	budget   *byteBudget
+	// frames holds request buffers larger than keptFrame between
+	// requests (frame_cache.go).
+	frames frameCache
 	// faults holds the fault-injection rules; never nil.
 	faults *fault.Injector
 	// allocHook is the commit log's AllocateHook (log.Config): tests set
@@ -570,6 +573,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 		<-done
 	}
+	b.frames.close()
 	var errs []error
 	// The transaction coordinator first: its markers may still write to
 	// the offsets store.
@@ -634,6 +638,7 @@ func (b *Broker) crash() {
 	b.groups.Close()
 	b.shares.Close()
 	b.wg.Wait()
+	b.frames.close()
 	if c := b.txns.Load(); c != nil {
 		c.Abandon()
 	}

@@ -194,7 +194,7 @@ func (c *conn) readLoop() (gone bool) {
 		}
 		frame := buf[:0]
 		if int(n) > cap(buf) && n > keptFrame {
-			frame = largeFrames.get(int(n))
+			frame = c.b.frames.get(int(n))
 		}
 		frame, err = protocol.ReadBody(br, n, frame)
 		if err == nil {
@@ -217,7 +217,7 @@ func (c *conn) readLoop() (gone bool) {
 			// Not kept for an idle connection, but cached for the next
 			// large request of any connection; buf stays for the small
 			// ones.
-			largeFrames.put(frame)
+			c.b.frames.put(frame)
 		} else {
 			buf = frame
 		}
@@ -242,12 +242,9 @@ func (c *conn) discardInput(br *bufio.Reader) {
 const drainTimeout = 5 * time.Second
 
 // keptFrame is the largest request buffer a connection keeps between
-// requests; larger ones go back to largeFrames after each request.
+// requests; larger ones go back to the broker's frames (frame_cache.go)
+// after each request.
 const keptFrame = 1 << 20
-
-// largeFrames holds request buffers larger than keptFrame between
-// requests (frame_cache.go).
-var largeFrames frameCache
 
 // readFailed logs why reading stopped, quietly for ordinary closes.
 func (c *conn) readFailed(what string, err error) {
