@@ -66,6 +66,9 @@ type Broker struct {
 	streamsCo *streams.Coordinator
 	sharesMu  sync.Mutex
 	budget    *byteBudget
+	// frames holds request buffers larger than keptFrame between
+	// requests (frame_cache.go).
+	frames frameCache
 	// faults holds the fault-injection rules; never nil.
 	faults *fault.Injector
 	// allocHook is the commit log's AllocateHook (log.Config): tests set
@@ -585,6 +588,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 		<-done
 	}
+	b.frames.close()
 	var errs []error
 	// The transaction coordinator first: its markers may still write to
 	// the offsets store.
@@ -650,6 +654,7 @@ func (b *Broker) crash() {
 	b.shares.Close()
 	b.streamsCo.Close()
 	b.wg.Wait()
+	b.frames.close()
 	if c := b.txns.Load(); c != nil {
 		c.Abandon()
 	}

@@ -349,23 +349,47 @@ func (s *fetchSession) hasDirty() bool {
 }
 
 // topicList is the request topic list of parts, grouped by topic in the
-// order of their first part.
+// order of their first part. It runs for every incremental fetch (twice
+// for one that parks), so it finds a part's topic without a map while
+// there are few: the last topic (parts of one topic are usually
+// neighbours), else a scan, and builds an index only past
+// topicListScanMax topics.
 func topicList(parts []*sessionPart) []kmsg.FetchRequestTopic {
 	var out []kmsg.FetchRequestTopic
 	var idx map[sessionKey]int
 	for _, p := range parts {
 		k := p.key
-		if idx == nil {
-			idx = map[sessionKey]int{}
-		}
 		tk := sessionKey{topicID: k.topicID, topic: k.topic}
-		i, ok := idx[tk]
-		if !ok {
+		i := -1
+		switch n := len(out); {
+		case n > 0 && out[n-1].Topic == k.topic && out[n-1].TopicID == k.topicID:
+			i = n - 1
+		case idx != nil:
+			if j, ok := idx[tk]; ok {
+				i = j
+			}
+		default:
+			for j := range out {
+				if out[j].Topic == k.topic && out[j].TopicID == k.topicID {
+					i = j
+					break
+				}
+			}
+		}
+		if i < 0 {
 			rt := kmsg.NewFetchRequestTopic()
 			rt.Topic, rt.TopicID = k.topic, k.topicID
 			out = append(out, rt)
 			i = len(out) - 1
-			idx[tk] = i
+			switch {
+			case idx != nil:
+				idx[tk] = i
+			case len(out) > topicListScanMax:
+				idx = make(map[sessionKey]int, 2*len(out))
+				for j := range out {
+					idx[sessionKey{topicID: out[j].TopicID, topic: out[j].Topic}] = j
+				}
+			}
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = k.partition, p.offset, p.maxBytes, p.leaderEpoch
@@ -373,6 +397,10 @@ func topicList(parts []*sessionPart) []kmsg.FetchRequestTopic {
 	}
 	return out
 }
+
+// topicListScanMax is the most topics topicList scans for a part's
+// topic before it builds a map.
+const topicListScanMax = 8
 
 // record remembers a read of a session partition: the watermarks
 // answered and whether it left the partition caught up (idle); sp watches

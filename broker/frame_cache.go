@@ -1,14 +1,16 @@
 package broker
 
 import (
+	"runtime/debug"
 	"sync"
 	"time"
 )
 
-// frameCache holds request buffers larger than keptFrame between
-// requests, for any connection: a producer whose requests carry several
-// 1 MB batches would otherwise allocate (and grow, and clear) a new buffer
-// for every request, about twice the bytes it produces.
+// frameCache holds a broker's request buffers larger than keptFrame
+// between requests, for any of its connections: a producer whose
+// requests carry several 1 MB batches would otherwise allocate (and grow,
+// and clear) a new buffer for every request, about twice the bytes it
+// produces.
 //
 // It replaced a sync.Pool, which every other garbage collection empties:
 // the next large request then grew a new buffer from 64 KiB in doubling
@@ -16,15 +18,32 @@ import (
 // here until it has not been used for frameIdle, so an idle broker still
 // holds none after that, and the cache never holds more than
 // frameCacheBytes.
+//
+// Each broker has its own (brokers in one process do not share one
+// budget), and when a sweep empties it after at least frameReleaseMin
+// bytes were dropped, the memory goes back to the operating system at
+// once (release, debug.FreeOSMemory by default). Otherwise the dropped
+// buffers stayed resident until the heap grew back to the goal set while
+// they were live, or until the runtime's two-minute forced collection and
+// its paced background scavenger: an idle broker kept the hundreds of MB
+// of a produce burst for minutes.
 type frameCache struct {
-	mu struct {
+	// release returns free heap memory to the operating system; nil is
+	// debug.FreeOSMemory. Set before first use (tests).
+	release func()
+	mu      struct {
 		sync.Mutex
 		// bufs are the cached buffers, in the order they were put.
 		bufs []cachedFrame
 		// bytes is the sum of their capacities.
 		bytes int64
+		// dropped is the bytes of buffers dropped since the last
+		// release.
+		dropped int64
 		// sweeping is set while a sweep is scheduled.
 		sweeping bool
+		// closed stops the caching and the sweeps (the broker closed).
+		closed bool
 	}
 }
 
@@ -50,6 +69,11 @@ const (
 	// on the loaded 2-core machine, and a 2 s idle time dropped their
 	// buffers between requests).
 	frameIdle = 10 * time.Second
+	// frameReleaseMin is the least dropped since the last release for
+	// which emptying the cache returns memory to the operating system: a
+	// forced collection costs a few milliseconds of CPU, worth it for
+	// tens of MB, not for one buffer.
+	frameReleaseMin = 16 << 20
 )
 
 // get returns the smallest cached buffer that holds n bytes, empty. If
@@ -87,13 +111,15 @@ func (fc *frameCache) get(n int) []byte {
 // dropped.
 func (fc *frameCache) put(b []byte) {
 	c := int64(cap(b))
-	if c > frameCacheBytes {
-		return
-	}
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
+	if c > frameCacheBytes || fc.mu.closed {
+		fc.mu.dropped += c
+		return
+	}
 	for len(fc.mu.bufs) > 0 && (len(fc.mu.bufs) >= frameCacheCount || fc.mu.bytes+c > frameCacheBytes) {
 		fc.mu.bytes -= int64(cap(fc.mu.bufs[0].buf))
+		fc.mu.dropped += int64(cap(fc.mu.bufs[0].buf))
 		n := copy(fc.mu.bufs, fc.mu.bufs[1:])
 		fc.mu.bufs[n] = cachedFrame{}
 		fc.mu.bufs = fc.mu.bufs[:n]
@@ -107,26 +133,51 @@ func (fc *frameCache) put(b []byte) {
 }
 
 // sweep drops the buffers unused for frameIdle and schedules itself
-// again while any remain.
+// again while any remain; once none do, it returns what was dropped to
+// the operating system if that was at least frameReleaseMin.
 func (fc *frameCache) sweep() {
 	fc.mu.Lock()
-	defer fc.mu.Unlock()
 	cutoff := time.Now().Add(-frameIdle)
 	kept := fc.mu.bufs[:0]
 	for _, f := range fc.mu.bufs {
-		if f.at.After(cutoff) {
+		if f.at.After(cutoff) && !fc.mu.closed {
 			kept = append(kept, f)
 		} else {
 			fc.mu.bytes -= int64(cap(f.buf))
+			fc.mu.dropped += int64(cap(f.buf))
 		}
 	}
 	clear(fc.mu.bufs[len(kept):])
 	fc.mu.bufs = kept
-	if len(kept) == 0 {
-		fc.mu.sweeping = false
+	if len(kept) > 0 {
+		time.AfterFunc(frameIdle, fc.sweep)
+		fc.mu.Unlock()
 		return
 	}
-	time.AfterFunc(frameIdle, fc.sweep)
+	fc.mu.sweeping = false
+	release := fc.mu.dropped >= frameReleaseMin
+	if release {
+		fc.mu.dropped = 0
+	}
+	fc.mu.Unlock()
+	if release {
+		if fc.release != nil {
+			fc.release()
+		} else {
+			debug.FreeOSMemory()
+		}
+	}
+}
+
+// close drops every buffer and stops the sweeps, for a broker that
+// closed; memory is not released (the process may be ending, or other
+// brokers running).
+func (fc *frameCache) close() {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.mu.closed = true
+	clear(fc.mu.bufs)
+	fc.mu.bufs, fc.mu.bytes = nil, 0
 }
 
 // cached reports the buffers and bytes held, for tests.

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -74,4 +75,53 @@ func TestFrameCacheIdle(t *testing.T) {
 			t.Fatalf("%d buffers cached after the second sweep", n)
 		}
 	})
+}
+
+// TestFrameCacheRelease: once a sweep empties the cache after dropping at
+// least frameReleaseMin, memory goes back to the operating system, once;
+// dropping less, or a sweep that leaves buffers, releases nothing.
+func TestFrameCacheRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var releases atomic.Int32
+		fc := frameCache{release: func() { releases.Add(1) }}
+		fc.put(make([]byte, 0, frameReleaseMin/2))
+		time.Sleep(frameIdle + time.Millisecond)
+		synctest.Wait()
+		if releases.Load() != 0 {
+			t.Fatalf("released after dropping %d bytes, below %d", frameReleaseMin/2, frameReleaseMin)
+		}
+		// Another half: the sum reaches the bound, but a younger buffer
+		// keeps the cache in use.
+		fc.put(make([]byte, 0, frameReleaseMin/2))
+		time.Sleep(frameIdle / 2)
+		fc.put(make([]byte, 0, 2<<20))
+		time.Sleep(frameIdle/2 + time.Millisecond)
+		synctest.Wait()
+		if n, _ := fc.cached(); n != 1 || releases.Load() != 0 {
+			t.Fatalf("%d buffers cached, %d releases; want 1 and none while in use", n, releases.Load())
+		}
+		time.Sleep(frameIdle)
+		synctest.Wait()
+		if n, _ := fc.cached(); n != 0 || releases.Load() != 1 {
+			t.Fatalf("%d buffers cached, %d releases; want none and one once idle", n, releases.Load())
+		}
+		fc.put(make([]byte, 0, 2<<20))
+		time.Sleep(2 * frameIdle)
+		synctest.Wait()
+		if releases.Load() != 1 {
+			t.Fatalf("%d releases after dropping 2 MiB more, want still 1", releases.Load())
+		}
+	})
+}
+
+// TestFrameCacheClose: a closed broker's cache holds nothing and keeps
+// nothing put afterwards.
+func TestFrameCacheClose(t *testing.T) {
+	var fc frameCache
+	fc.put(make([]byte, 0, 2<<20))
+	fc.close()
+	fc.put(make([]byte, 0, 2<<20))
+	if n, bytes := fc.cached(); n != 0 || bytes != 0 {
+		t.Fatalf("closed cache holds %d buffers, %d bytes", n, bytes)
+	}
 }

@@ -42,7 +42,7 @@ func specFor(kind, flush string) brokerSpec {
 }
 
 // brokerKinds are the kinds --brokers accepts.
-var brokerKinds = []string{"kbroker", "kbroker-bin", "kfake-disk", "kfake-mem", "floor-null", "floor-write", "kafka"}
+var brokerKinds = []string{"kbroker", "kbroker-bin", "kfake-disk", "kfake-mem", "floor-null", "floor-write", "floor-read", "kafka"}
 
 // brokerProc is a running broker: a child process, or an external one.
 type brokerProc struct {

@@ -15,8 +15,12 @@ import (
 type consumeCase struct {
 	from  produceCase
 	group bool
-	// members is the number of group members (clients) reading at once;
-	// 0 is one.
+	// members is the number of clients reading at once, group members or
+	// direct readers; 0 is one. Direct readers share the partitions out
+	// (client i reads partitions p with p mod members = i); on a topic of
+	// fewer partitions than readers, each reads one partition whole, so
+	// that one partition is served several times over (records/s and
+	// the per-GB figures count every copy served).
 	members int
 }
 
@@ -35,6 +39,12 @@ func (c consumeCase) name() string {
 // wrote their topics.
 var consumeCases = []consumeCase{
 	{from: produceCase{100, 1, 1}}, {from: produceCase{1024, 1, 1}},
+	// Direct reads of 8 partitions and 4 direct readers: what floor-read,
+	// which has no groups, serves too. One kgo consumer decoding 100 B
+	// records uses a core; four take the client's limit away.
+	{from: produceCase{100, 8, 1}}, {from: produceCase{1024, 8, 1}},
+	{from: produceCase{100, 1, 1}, members: 4}, {from: produceCase{1024, 1, 1}, members: 4},
+	{from: produceCase{100, 8, 1}, members: 4}, {from: produceCase{1024, 8, 1}, members: 4},
 	{from: produceCase{100, 8, 1}, group: true}, {from: produceCase{1024, 8, 1}, group: true},
 	// One kgo consumer decoding 100 B records is the limit of the cases
 	// above (a core of client CPU); four members share the decoding.
@@ -56,14 +66,14 @@ func runConsume(ctx context.Context, bp *brokerProc, c consumeCase, topic string
 	}
 	// Warm-up: one read of what is there, unmeasured (the page cache, the
 	// brokers' own caches).
-	if _, _, err := consumeAll(ctx, bp.addr, c, topic, want, 0); err != nil {
+	if _, _, _, err := consumeAll(ctx, bp.addr, c, topic, want, 0); err != nil {
 		return nil, err
 	}
 	m := startMeasure(bp)
-	var payload int64
+	var payload, records int64
 	var first time.Duration
 	for pass := range passes {
-		n, f, err := consumeAll(ctx, bp.addr, c, topic, want, pass+1)
+		r, n, f, err := consumeAll(ctx, bp.addr, c, topic, want, pass+1)
 		if err != nil {
 			return nil, err
 		}
@@ -71,20 +81,32 @@ func runConsume(ctx context.Context, bp *brokerProc, c consumeCase, topic string
 			first = f
 		}
 		payload += n
+		records += r
 	}
 	out := m.finish(payload)
-	out.setRate(want*int64(passes), payload)
+	out.setRate(records, payload)
 	out["join_ms"] = ms(first)
 	return out, nil
 }
 
-// consumeAll reads want records of topic from its start with a new client
-// and returns the bytes of their values and the time to the first record.
-// pass makes the group name unique.
-func consumeAll(ctx context.Context, addr string, c consumeCase, topic string, want int64, pass int) (int64, time.Duration, error) {
-	if c.members > 1 {
-		return consumeGroup(ctx, addr, c, topic, pass)
+// consumeAll reads want records of topic from its start with new clients
+// and returns the records read, the bytes of their values and the time to
+// the first record. pass makes the group name unique.
+func consumeAll(ctx context.Context, addr string, c consumeCase, topic string, want int64, pass int) (int64, int64, time.Duration, error) {
+	if c.members > 1 && c.group {
+		n, f, err := consumeGroup(ctx, addr, c, topic, pass)
+		return want, n, f, err
 	}
+	if c.members > 1 {
+		return consumeDirect(ctx, addr, c, topic)
+	}
+	n, f, err := consumeOne(ctx, addr, c, topic, want, pass)
+	return want, n, f, err
+}
+
+// consumeOne reads want records of topic from its start with one new
+// client, by direct assignment of all partitions or in a new group.
+func consumeOne(ctx context.Context, addr string, c consumeCase, topic string, want int64, pass int) (int64, time.Duration, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(addr)}
 	if c.group {
 		opts = append(opts, kgo.ConsumerGroup(fmt.Sprintf("kbench-%s-%d-%d", topic, time.Now().UnixNano(), pass)),
@@ -254,4 +276,81 @@ func endOffsets(ctx context.Context, addr, topic string) (map[int32]int64, error
 	out := map[int32]int64{}
 	listed.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
 	return out, nil
+}
+
+// consumeDirect reads topic from its start with c.members clients, each
+// assigned its share of the partitions (see consumeCase.members), and
+// returns the records read in all, the bytes of their values and the time
+// to the first record.
+func consumeDirect(ctx context.Context, addr string, c consumeCase, topic string) (int64, int64, time.Duration, error) {
+	ends, err := endOffsets(ctx, addr, topic)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	parts := int32(len(ends))
+	var (
+		mu               sync.Mutex
+		records, payload int64
+		first            time.Duration
+		errs             []error
+		wg               sync.WaitGroup
+	)
+	start := time.Now()
+	for i := range int32(c.members) {
+		assign := map[int32]kgo.Offset{}
+		var want int64
+		for p := range parts {
+			if p%int32(c.members) == i || parts < int32(c.members) && p == i%parts {
+				assign[p] = kgo.NewOffset().AtStart()
+				want += ends[p]
+			}
+		}
+		if want == 0 {
+			continue
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}))
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return 0, 0, 0, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			var got, bytes int64
+			for got < want {
+				fs := cl.PollFetches(ctx)
+				if err := fs.Err0(); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("consume %s: %w", topic, err))
+					mu.Unlock()
+					cancel()
+					return
+				}
+				if !fs.Empty() {
+					mu.Lock()
+					if first == 0 {
+						first = time.Since(start)
+					}
+					mu.Unlock()
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					got++
+					bytes += int64(len(r.Value))
+				})
+			}
+			mu.Lock()
+			records += got
+			payload += bytes
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return 0, 0, 0, errs[0]
+	}
+	return records, payload, first, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,6 +46,11 @@ type floorServer struct {
 	files  map[floorPartition]*os.File
 	next   map[floorPartition]int64
 	pid    int64
+	// mem keeps the batches in memory and serves them (floor-read, the
+	// consume floor: floor_read.go); nil for the produce floors.
+	mem *memStore
+	// versions are the APIs and versions served.
+	versions map[int16][2]int16
 }
 
 type floorTopic struct {
@@ -67,8 +73,20 @@ var floorVersions = map[int16][2]int16{
 	0:  {3, 11}, // Produce
 }
 
+// floorReadVersions are floor-read's: floorVersions, ListOffsets and
+// Fetch up to the last version that names topics and is not flexible.
+var floorReadVersions = map[int16][2]int16{
+	2: {1, 5},  // ListOffsets
+	1: {4, 11}, // Fetch
+}
+
 // startFloor listens on listen and serves until stop.
-func startFloor(listen, dir string) (*floorServer, error) {
+func startFloor(listen, dir string) (*floorServer, error) { return startFloorMode(listen, dir, false) }
+
+// startFloorRead starts floor-read, the consume floor.
+func startFloorRead(listen string) (*floorServer, error) { return startFloorMode(listen, "", true) }
+
+func startFloorMode(listen, dir string, mem bool) (*floorServer, error) {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
@@ -76,7 +94,13 @@ func startFloor(listen, dir string) (*floorServer, error) {
 	host, portText, _ := net.SplitHostPort(ln.Addr().String())
 	port, _ := strconv.Atoi(portText)
 	s := &floorServer{ln: ln, dir: dir, host: host, port: int32(port), conns: map[net.Conn]struct{}{},
-		topics: map[string]floorTopic{}, files: map[floorPartition]*os.File{}, next: map[floorPartition]int64{}}
+		topics: map[string]floorTopic{}, files: map[floorPartition]*os.File{}, next: map[floorPartition]int64{},
+		versions: floorVersions}
+	if mem {
+		s.mem = newMemStore()
+		s.versions = maps.Clone(floorVersions)
+		maps.Copy(s.versions, floorReadVersions)
+	}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -109,6 +133,9 @@ func (s *floorServer) accept() {
 
 func (s *floorServer) stop() error {
 	s.ln.Close()
+	if s.mem != nil {
+		s.mem.stop()
+	}
 	s.mu.Lock()
 	for c := range s.conns {
 		c.Close()
@@ -126,6 +153,7 @@ func (s *floorServer) stop() error {
 func (s *floorServer) serve(c net.Conn) {
 	r := bufio.NewReaderSize(c, 64<<10)
 	var buf, out []byte
+	var fc fetchConn
 	for {
 		n, err := protocol.ReadSize(r, protocol.DefaultMaxRequestBytes)
 		if err != nil {
@@ -138,13 +166,19 @@ func (s *floorServer) serve(c net.Conn) {
 		if err != nil {
 			return
 		}
-		v, ok := floorVersions[h.Key]
+		v, ok := s.versions[h.Key]
 		if !ok || h.Version < v[0] || h.Version > v[1] {
 			return // kgo asks only for what ApiVersions offered
 		}
 		req, err := protocol.ParseBody(h, rest)
 		if err != nil {
 			return
+		}
+		if f, ok := req.(*kmsg.FetchRequest); ok {
+			if err := s.fetch(c, &fc, h.Version, h.CorrelationID, f); err != nil {
+				return
+			}
+			continue
 		}
 		resp := s.handle(req)
 		if resp == nil {
@@ -162,7 +196,7 @@ func (s *floorServer) handle(req kmsg.Request) kmsg.Response {
 	switch req := req.(type) {
 	case *kmsg.ApiVersionsRequest:
 		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
-		for key, v := range floorVersions {
+		for key, v := range s.versions {
 			k := kmsg.NewApiVersionsResponseApiKey()
 			k.ApiKey, k.MinVersion, k.MaxVersion = key, v[0], v[1]
 			resp.ApiKeys = append(resp.ApiKeys, k)
@@ -200,6 +234,8 @@ func (s *floorServer) handle(req kmsg.Request) kmsg.Response {
 		return resp
 	case *kmsg.ProduceRequest:
 		return s.produce(req)
+	case *kmsg.ListOffsetsRequest:
+		return s.listOffsets(req)
 	}
 	return nil
 }
@@ -285,6 +321,9 @@ func (s *floorServer) store(topic string, partition int32, records []byte, rp *k
 		}
 		s.next[tp] += int64(h.LastOffsetDelta) + 1
 		b = b[h.Size():]
+	}
+	if s.mem != nil {
+		s.mem.append(tp, records, rp.BaseOffset)
 	}
 	if s.dir == "" {
 		return nil

@@ -25,7 +25,10 @@
 //   - floor-null, floor-write (produce only): the least a broker can do,
 //     reading and answering produce requests without storing them, or
 //     writing their batches to files with write(2) and nothing else; they
-//     show what the client, loopback TCP and the page cache cost alone.
+//     show what the client, loopback TCP and the page cache cost alone;
+//   - floor-read (produce, direct consume, e2e): the consume floor, which
+//     keeps the produced batches in memory and answers fetches with one
+//     writev of them: no files, no validation, no groups.
 //
 // Every round starts fresh brokers on empty data directories and runs
 // each case on each broker in turn, the order rotating from round to
@@ -124,10 +127,13 @@ type options struct {
 	kbrokerSet    []string
 	produceMB     int64
 	consumePasses int
-	e2eRate       int
-	e2eSeconds    float64
-	syncMB        int64
-	startDataMB   int64
+	// consumeBatch is the batch size of the consume topics (fillTopic);
+	// 0 reads the produce cases' topics.
+	consumeBatch int
+	e2eRate      int
+	e2eSeconds   float64
+	syncMB       int64
+	startDataMB  int64
 	// scalePartitions are the partition counts of the scale workload.
 	scalePartitions []int
 	settle          time.Duration
@@ -161,6 +167,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	})
 	fs.Int64Var(&o.produceMB, "produce-mb", 512, "`MB` of record values per produce case")
 	fs.IntVar(&o.consumePasses, "consume-passes", 2, "reads of the topic per consume case (`n`), after one unmeasured")
+	fs.IntVar(&o.consumeBatch, "consume-batch-bytes", 0, "write the consume cases' topics in batches of `bytes` (the same data on every broker),\n"+
+		"instead of reading the produce cases' topics, whose batches depend on the broker's speed (0)")
 	fs.IntVar(&o.e2eRate, "e2e-rate", 10000, "end-to-end `records/s`")
 	fs.Float64Var(&o.e2eSeconds, "e2e-seconds", 10, "end-to-end measured `seconds` (after a warm-up second)")
 	fs.Int64Var(&o.syncMB, "sync-mb", 256, "`MB` of record values per flush case")
@@ -228,8 +236,14 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	for _, b := range o.brokers {
-		if strings.HasPrefix(b, "floor") && slices.ContainsFunc(o.only, func(w string) bool { return w != "produce" && w != "raw" }) {
-			return o, fmt.Errorf("--brokers %s serves only the produce and raw workloads: add --only produce or raw", b)
+		served := []string{"produce", "raw"}
+		if b == "floor-read" {
+			served = append(served, "consume", "e2e")
+		}
+		for _, w := range o.only {
+			if strings.HasPrefix(b, "floor") && !slices.Contains(served, w) {
+				return o, fmt.Errorf("--brokers %s serves only the %s workloads: name them with --only", b, strings.Join(served, ", "))
+			}
 		}
 	}
 	if o.caseFilter != "" {
@@ -242,6 +256,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.raw.conns < 1 || o.raw.inflight < 1 || o.raw.requestKB < 1 {
 		return o, errors.New("--raw-conns, --raw-inflight and --raw-request-kb must be positive")
+	}
+	if o.consumeBatch < 0 || o.consumeBatch > 64<<20 {
+		return o, errors.New("--consume-batch-bytes: 0 to 64 MiB")
 	}
 	if o.rounds < 1 || o.produceMB < 1 || o.consumePasses < 1 || o.e2eRate < 1 || o.e2eSeconds <= 0 || o.syncMB < 1 || o.startDataMB < 1 {
 		return o, errors.New("rounds, volumes, passes, rate and seconds must be positive")
@@ -423,7 +440,7 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 		report := b.has("produce") && match(pc.name())
 		needed := report
 		for _, cc := range consumeCases {
-			needed = needed || (b.has("consume") && cc.from == pc && match(cc.name()))
+			needed = needed || (b.has("consume") && b.o.consumeBatch == 0 && cc.from == pc && match(cc.name()))
 		}
 		if !needed {
 			continue
@@ -446,13 +463,28 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 		}
 	}
 	if b.has("consume") {
+		filled := map[string]bool{}
 		for _, cc := range consumeCases {
 			if !match(cc.name()) {
 				continue
 			}
+			topic := cc.from.topic(tag)
+			if b.o.consumeBatch > 0 {
+				topic = fmt.Sprintf("consume-%d-%d-%d-%s", cc.from.size, cc.from.partitions, b.o.consumeBatch, tag)
+			}
 			for _, bp := range order {
+				if cc.group && bp.spec.kind == "floor-read" {
+					continue // the floor has no group coordinator
+				}
+				if b.o.consumeBatch > 0 && !filled[bp.spec.name+topic] {
+					fmt.Fprintf(b.log, "round %d/%d filling %s on %s\n", round, b.o.rounds, topic, bp.spec.name)
+					if err := fillTopic(ctx, bp.addr, cc.from, topic, b.o.produceMB*1e6, b.o.consumeBatch); err != nil {
+						return fmt.Errorf("%s on %s: %w", cc.name(), bp.spec.name, err)
+					}
+					filled[bp.spec.name+topic] = true
+				}
 				m, err := b.measure(bp, "consume", cc.name(), round, func() (metrics, error) {
-					return runConsume(ctx, bp, cc, cc.from.topic(tag), b.o.consumePasses)
+					return runConsume(ctx, bp, cc, topic, b.o.consumePasses)
 				})
 				if err != nil {
 					return err

@@ -71,7 +71,7 @@ var reports = []report{
 		[]column{colRecords, colMB, colAckP50, colAckP99, colBrokerCPU, colClientCPU, colAlloc, colPeakRSS, colRSS, colAnonRSS}},
 	{"raw", "Raw produce (prebuilt requests, acks=all, non-idempotent, no client library)",
 		[]column{colRecords, colMB, colAckP50, colAckP99, colBrokerCPU, colClientCPU, colAlloc, colPeakRSS, colRSS, colAnonRSS}},
-	{"consume", "Consume (one kgo client reads the produce case's topic from the start)",
+	{"consume", "Consume (new kgo clients read the topic from the start; see the case for how many)",
 		[]column{colRecords, colMB, colBrokerCPU, colClientCPU, colAlloc, {"join_ms", "first record ms", 1}, colPeakRSS, colRSS, colAnonRSS}},
 	{"e2e", "End to end (1 KiB records at a fixed rate, produce call to poll)",
 		[]column{{"p50", "p50 ms", 2}, {"p99", "p99 ms", 2}, {"p999", "p99.9 ms", 2}, {"max", "max ms", 2},
@@ -199,7 +199,7 @@ func (r *results) casesAndBrokers(workload string) (cases, brokers []string) {
 // brokerRank orders brokers: kbroker first, then Kafka, kfake-disk,
 // kfake-mem, then the floors.
 func brokerRank(name string) int {
-	for i, k := range []string{"kbroker", "kbroker-bin", "kafka", "kfake-disk", "kfake-mem", "floor-null", "floor-write", "external"} {
+	for i, k := range []string{"kbroker", "kbroker-bin", "kafka", "kfake-disk", "kfake-mem", "floor-null", "floor-write", "floor-read", "external"} {
 		if strings.TrimSuffix(name, "-sync") == k {
 			return i
 		}

@@ -25,7 +25,7 @@ import (
 // parent kbench, so that the broker's CPU time (/proc/<pid>/stat) is
 // measured apart from the clients':
 //
-//	kbench serve --kind kbroker|kfake-disk|kfake-mem|floor-null|floor-write --listen 127.0.0.1:PORT --dir DIR [--flush async|sync] [--set name=value]...
+//	kbench serve --kind kbroker|kfake-disk|kfake-mem|floor-null|floor-write|floor-read --listen 127.0.0.1:PORT --dir DIR [--flush async|sync] [--set name=value]...
 //
 // kbroker is started with broker.StartInProcess (with the command's
 // defaults, not the small in-process commit-log files), kfake with
@@ -46,7 +46,7 @@ import (
 // flushes and checkpoints, kfake saves its state) and exits 0.
 func serveMain(args []string) error {
 	fs := flag.NewFlagSet("kbench serve", flag.ContinueOnError)
-	kind := fs.String("kind", "kbroker", "kbroker, kfake-disk, kfake-mem, floor-null or floor-write")
+	kind := fs.String("kind", "kbroker", "kbroker, kfake-disk, kfake-mem, floor-null, floor-write or floor-read")
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (kfake: 127.0.0.1 and this port)")
 	dir := fs.String("dir", "", "data directory (kbroker, kfake-disk)")
 	flush := fs.String("flush", "async", "async or sync")
@@ -134,6 +134,12 @@ func openServed(kind, listen, dir, flush string, segment int64, props []string) 
 			return nil, err
 		}
 		return func() error { c.Close(); return nil }, nil
+	case "floor-read":
+		s, err := startFloorRead(listen)
+		if err != nil {
+			return nil, err
+		}
+		return s.stop, nil
 	case "floor-null", "floor-write":
 		if kind == "floor-null" {
 			dir = "" // stores nothing
