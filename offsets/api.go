@@ -148,6 +148,9 @@ type GroupInfo struct {
 	// Consumer is the group as its consumer-group (KIP-848) records
 	// describe it, nil without any: such a group is a consumer group.
 	Consumer *ConsumerGroup
+	// Share is the group as its share-group (KIP-932) records describe
+	// it, nil without any: such a group is a share group.
+	Share *ShareGroup
 }
 
 // Groups lists the groups with offsets or metadata, sorted by id. A
@@ -158,7 +161,7 @@ func (s *Store) Groups() []GroupInfo {
 	out := make([]GroupInfo, 0, len(s.mu.groups))
 	metas := make([][]byte, 0, len(s.mu.groups))
 	for id, g := range s.mu.groups {
-		out = append(out, GroupInfo{Group: id, ProtocolType: g.protocolType, Generation: g.generation, Consumer: s.consumerGroupLocked(id, g)})
+		out = append(out, GroupInfo{Group: id, ProtocolType: g.protocolType, Generation: g.generation, Consumer: s.consumerGroupLocked(id, g), Share: s.shareGroupLocked(id, g)})
 		metas = append(metas, g.meta)
 	}
 	s.mu.Unlock()

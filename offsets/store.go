@@ -54,8 +54,9 @@ type Store struct {
 		// txn holds, per producer id, the offsets of its open
 		// transaction (TxnOffsetCommit): durable, not yet visible.
 		txn map[int64][]rec
-		// cgWritten holds, per consumer group, its records as last
-		// written (RecordConsumerGroup), applied or not, so that a
+		// cgWritten holds, per consumer or share group, its records
+		// as last written (RecordConsumerGroup, RecordShareGroup),
+		// applied or not, so that a
 		// change writes only the records that changed. A group
 		// missing here is compared with its applied records.
 		cgWritten map[string]map[string][]byte
@@ -78,8 +79,10 @@ type groupState struct {
 	// the record); emptySince is from when.
 	empty      bool
 	emptySince int64
-	// cg holds the group's consumer-group (KIP-848) records: encoded
-	// key → value.
+	// cg holds the group's consumer-group (KIP-848) and share-group
+	// (KIP-932) records: encoded key → value. A group id names one
+	// group at a time, but the two kinds are told apart by record type
+	// wherever they are read.
 	cg map[string][]byte
 }
 
