@@ -216,7 +216,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	}
 	b.groups.Consumer().SetGroupConfigs(b.groupConfigFor)
 	if b.shares, err = share.New(cfg.shareConfig(), share.WithGroupConfigs(b.shareGroupConfigFor),
-		share.WithTaken(b.groupIDTaken), share.WithLogger(b.lg)); err != nil {
+		share.WithTaken(b.groupIDTaken), share.WithRecorder(b.recordShareGroup), share.WithLogger(b.lg)); err != nil {
 		b.groups.Close()
 		store.Close()
 		reg.Close()

@@ -49,6 +49,10 @@ func (b *Broker) groupOffsets(create bool) (*offsets.Store, error) {
 		return nil, err
 	}
 	for _, g := range s.Groups() {
+		if g.Share != nil {
+			b.shares.Restore(restoredShareGroup(g.Share))
+			continue
+		}
 		if g.Consumer != nil {
 			b.groups.Consumer().Restore(restoredConsumerGroup(g.Consumer))
 		} else {
@@ -214,7 +218,7 @@ func (b *Broker) onConsumerGroupChange(groupID string) {
 	defer b.groupRecordMu.Unlock()
 	r, ok := b.groups.Consumer().Record(groupID)
 	if !ok {
-		store.RecordConsumerGroup(groupID, nil)
+		store.RecordConsumerGroup(groupID, nil, nil)
 		return
 	}
 	cg := &offsets.ConsumerGroup{Group: groupID, Epoch: r.Epoch, AssignmentEpoch: r.AssignmentEpoch}
@@ -231,7 +235,7 @@ func (b *Broker) onConsumerGroupChange(groupID string) {
 			Target: storedAssignment(m.Target),
 		})
 	}
-	store.RecordConsumerGroup(groupID, cg)
+	store.RecordConsumerGroup(groupID, cg, nil)
 }
 
 // rebalanceMillis is a consumer member's rebalance timeout as its record
