@@ -54,6 +54,10 @@ type Broker struct {
 	// the order of the states they describe (onGroupState). Lock order:
 	// groupRecordMu, then the coordinators' locks, then the log's.
 	groupRecordMu sync.Mutex
+	// groupWrites holds each group's latest pending append of records
+	// (group_writes.go), under groupWritesMu.
+	groupWritesMu sync.Mutex
+	groupWrites   map[string]*groupWrite
 	// txns is the transaction coordinator, opened at start-up or when a
 	// transaction first needs it (transactions).
 	txns   atomic.Pointer[txn.Coordinator]
