@@ -69,8 +69,9 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResp
 	}
 	if g == nil {
 		if req.MemberEpoch != 0 {
+			// Kafka looks the group up without creating it first.
 			c.mu.Unlock()
-			return HeartbeatResponse{Err: kerr.UnknownMemberID, ErrMessage: "Member " + req.MemberID + " is not a member of group " + req.Group + "."}
+			return HeartbeatResponse{Err: kerr.GroupIDNotFound, ErrMessage: "Group " + req.Group + " not found."}
 		}
 		if c.taken(req.Group) {
 			c.mu.Unlock()

@@ -108,7 +108,7 @@ func TestHeartbeatValidation(t *testing.T) {
 		{HeartbeatRequest{Group: "g", SubscribedTopicNames: []string{"q"}}, kerr.InvalidRequest},
 		{HeartbeatRequest{Group: "g", MemberID: "a"}, kerr.InvalidRequest},
 		{HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: -2}, kerr.InvalidRequest},
-		{HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 3}, kerr.UnknownMemberID},
+		{HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 3}, kerr.GroupIDNotFound},
 		{HeartbeatRequest{Group: "classic", MemberID: "a", SubscribedTopicNames: []string{"q"}}, kerr.GroupIDNotFound},
 	} {
 		if r := c.Heartbeat(tc.req, md); !errors.Is(r.Err, tc.want) {
