@@ -79,12 +79,7 @@ func (e *env) open() {
 func (e *env) restart(crash bool) {
 	e.t.Helper()
 	if crash {
-		e.s.mu.Lock()
-		e.s.mu.closed = true
-		e.s.mu.Unlock()
-		e.s.log.Close()
-		close(e.s.stop)
-		e.s.wg.Wait()
+		e.s.Abandon()
 	} else if err := e.s.Close(); err != nil {
 		e.t.Fatal(err)
 	}
