@@ -54,6 +54,10 @@ type Broker struct {
 	// the order of the states they describe (onGroupState). Lock order:
 	// groupRecordMu, then the coordinators' locks, then the log's.
 	groupRecordMu sync.Mutex
+	// groupWrites holds each group's latest pending append of records
+	// (group_writes.go), under groupWritesMu.
+	groupWritesMu sync.Mutex
+	groupWrites   map[string]*groupWrite
 	// txns is the transaction coordinator, opened at start-up or when a
 	// transaction first needs it (transactions).
 	txns   atomic.Pointer[txn.Coordinator]
@@ -219,7 +223,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	}
 	b.groups.Consumer().SetGroupConfigs(b.groupConfigFor)
 	if b.shares, err = share.New(cfg.shareConfig(), share.WithGroupConfigs(b.shareGroupConfigFor),
-		share.WithTaken(b.groupIDTaken), share.WithLogger(b.lg)); err != nil {
+		share.WithTaken(b.groupIDTaken), share.WithRecorder(b.recordShareGroup), share.WithLogger(b.lg)); err != nil {
 		b.groups.Close()
 		store.Close()
 		reg.Close()

@@ -24,7 +24,10 @@ package broker
 //     (default group.share.record.lock.duration.ms);
 //   - share.session.timeout.ms and share.heartbeat.interval.ms (defaults
 //     group.share.session.timeout.ms and group.share.heartbeat.interval.ms),
-//     the session timeout above the interval.
+//     the session timeout above the interval;
+//   - share.isolation.level: "read_uncommitted" (the default) or
+//     "read_committed", with which share fetches stop at the last stable
+//     offset and archive the records of aborted transactions.
 //
 // and the streams-group configs (KIP-1071), applied by the streams
 // coordinator from each member's next heartbeat (the standby count from
@@ -37,9 +40,6 @@ package broker
 //   - streams.num.standby.replicas: standby replicas per stateful task,
 //     0 to group.streams.max.standby.replicas (default
 //     group.streams.num.standby.replicas).
-//
-// Deviation: Kafka also has share.isolation.level, which kbroker does not
-// serve (share groups read uncommitted).
 
 import (
 	"fmt"
@@ -63,8 +63,14 @@ const (
 
 // groupConfigNames are the group configs, sorted.
 var groupConfigNames = []string{groupHeartbeatIntervalConfig, groupSessionTimeoutConfig,
-	shareAutoOffsetResetConfig, shareHeartbeatIntervalConfig, shareRecordLockDurationConfig, shareSessionTimeoutConfig,
+	shareAutoOffsetResetConfig, shareHeartbeatIntervalConfig, shareIsolationLevelConfig, shareRecordLockDurationConfig, shareSessionTimeoutConfig,
 	streamsHeartbeatIntervalConfig, streamsNumStandbyReplicasConfig, streamsSessionTimeoutConfig}
+
+// isStringGroupConfig reports whether a group config is a string, not a
+// number of milliseconds.
+func isStringGroupConfig(name string) bool {
+	return name == shareAutoOffsetResetConfig || name == shareIsolationLevelConfig
+}
 
 // groupConfigDefault is the broker value a group config defaults to.
 func (b *Broker) groupConfigDefault(name string) time.Duration {
@@ -88,8 +94,11 @@ func (b *Broker) groupConfigDefault(name string) time.Duration {
 // groupConfigDefaultValue is a group config's default as DescribeConfigs
 // shows it.
 func (b *Broker) groupConfigDefaultValue(name string) string {
-	if name == shareAutoOffsetResetConfig {
+	switch name {
+	case shareAutoOffsetResetConfig:
 		return "latest"
+	case shareIsolationLevelConfig:
+		return "read_uncommitted"
 	}
 	if name == streamsNumStandbyReplicasConfig {
 		return strconv.Itoa(b.cfg.GroupStreamsNumStandbyReplicas)
@@ -129,7 +138,7 @@ func (b *Broker) describeGroupConfigs(req *kmsg.DescribeConfigsRequest, rr *kmsg
 		}
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 		rc.Name, rc.ConfigType = name, kmsg.ConfigTypeInt
-		if name == shareAutoOffsetResetConfig {
+		if isStringGroupConfig(name) {
 			rc.ConfigType = kmsg.ConfigTypeString
 		}
 		v, ok := set[name]
@@ -210,8 +219,11 @@ func (b *Broker) validateGroupConfigs(set map[string]string) error {
 	if v, ok := set[shareAutoOffsetResetConfig]; ok && v != "latest" && v != "earliest" {
 		return &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Invalid value %s for configuration %s: String must be one of: latest, earliest", v, shareAutoOffsetResetConfig)}
 	}
+	if v, ok := set[shareIsolationLevelConfig]; ok && v != "read_uncommitted" && v != "read_committed" {
+		return &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Invalid value %s for configuration %s: String must be one of: read_committed, read_uncommitted", v, shareIsolationLevelConfig)}
+	}
 	for _, name := range groupConfigNames {
-		if name == shareAutoOffsetResetConfig {
+		if isStringGroupConfig(name) {
 			continue
 		}
 		s, ok := set[name]

@@ -26,7 +26,7 @@ func describeGroupConfig(t *testing.T, srv *InProcess, group string) map[string]
 	out := make(map[string]kmsg.DescribeConfigsResponseResourceConfig)
 	for _, c := range res.Configs {
 		want := kmsg.ConfigTypeInt
-		if c.Name == shareAutoOffsetResetConfig {
+		if isStringGroupConfig(c.Name) {
 			want = kmsg.ConfigTypeString
 		}
 		if c.ReadOnly || c.ConfigType != want || len(c.ConfigSynonyms) != 1 {
@@ -59,7 +59,8 @@ func TestGroupConfigs(t *testing.T) {
 		msg   string
 	}{
 		{"", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set(groupSessionTimeoutConfig, "30000")}, kerr.InvalidRequest, "Group name must not be empty"},
-		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set("share.isolation.level", "read_committed")}, kerr.InvalidConfig, "Unknown group config name: share.isolation.level"},
+		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set("share.no.such.config", "1")}, kerr.InvalidConfig, "Unknown group config name: share.no.such.config"},
+		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set(shareIsolationLevelConfig, "serializable")}, kerr.InvalidConfig, "String must be one of: read_committed, read_uncommitted"},
 		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set(shareAutoOffsetResetConfig, "middle")}, kerr.InvalidConfig, "String must be one of: latest, earliest"},
 		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set(shareSessionTimeoutConfig, "1000")}, kerr.InvalidConfig, "share.session.timeout.ms must be greater than share.heartbeat.interval.ms"},
 		{"g", []kmsg.IncrementalAlterConfigsRequestResourceConfig{set(groupSessionTimeoutConfig, "x")}, kerr.InvalidConfig, "Not a number of type INT"},

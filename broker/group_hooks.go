@@ -49,6 +49,10 @@ func (b *Broker) groupOffsets(create bool) (*offsets.Store, error) {
 		return nil, err
 	}
 	for _, g := range s.Groups() {
+		if g.Share != nil {
+			b.shares.Restore(restoredShareGroup(g.Share))
+			continue
+		}
 		if g.Consumer != nil {
 			b.groups.Consumer().Restore(restoredConsumerGroup(g.Consumer))
 		} else {
@@ -169,10 +173,9 @@ func (b *Broker) committedOffsets() (*offsets.Store, error) {
 // recorded (the rebalance's end will be); groupRecordMu keeps the records
 // of concurrent hooks in the order of the states they saw.
 //
-// Kafka appends the record before it answers the SyncGroup and fails the
-// generation if the append fails; here the answer goes first and a failed
-// append is logged: after a crash in between, the members find their
-// group at its previous record and rejoin.
+// As Kafka, the SyncGroup (and JoinGroup, LeaveGroup) answers wait for
+// the append (group_writes.go); a failed append is logged and its error
+// answered, but unlike Kafka the generation is not failed.
 func (b *Broker) onGroupState(groupID string, s group.State) {
 	if s == group.Dead {
 		return // DeleteGroups and expiry write the tombstones
@@ -195,7 +198,7 @@ func (b *Broker) onGroupState(groupID string, s group.State) {
 			Subscription: m.Subscription, Assignment: m.Assignment,
 		})
 	}
-	store.RecordGroup(rec)
+	store.RecordGroup(rec, b.startGroupWrite(groupID))
 }
 
 // onConsumerGroupChange records a consumer group (KIP-848) in
@@ -203,8 +206,8 @@ func (b *Broker) onGroupState(groupID string, s group.State) {
 // heartbeat that made the change: the records that changed since the
 // group was last recorded, tombstones for members gone, and tombstones for
 // everything when the group was deleted. groupRecordMu keeps the records
-// in the order of the states taken. As for classic groups, the response
-// goes out before the append (Kafka appends first).
+// in the order of the states taken. The heartbeat's answer waits for the
+// append, as Kafka's does (group_writes.go).
 func (b *Broker) onConsumerGroupChange(groupID string) {
 	store := b.recordStore(groupID)
 	if store == nil {
@@ -214,7 +217,7 @@ func (b *Broker) onConsumerGroupChange(groupID string) {
 	defer b.groupRecordMu.Unlock()
 	r, ok := b.groups.Consumer().Record(groupID)
 	if !ok {
-		store.RecordConsumerGroup(groupID, nil)
+		store.RecordConsumerGroup(groupID, nil, b.startGroupWrite(groupID))
 		return
 	}
 	cg := &offsets.ConsumerGroup{Group: groupID, Epoch: r.Epoch, AssignmentEpoch: r.AssignmentEpoch}
@@ -231,7 +234,7 @@ func (b *Broker) onConsumerGroupChange(groupID string) {
 			Target: storedAssignment(m.Target),
 		})
 	}
-	store.RecordConsumerGroup(groupID, cg)
+	store.RecordConsumerGroup(groupID, cg, b.startGroupWrite(groupID))
 }
 
 // rebalanceMillis is a consumer member's rebalance timeout as its record

@@ -85,5 +85,10 @@ func (b *Broker) handleConsumerGroupHeartbeat(c *conn, req *kmsg.ConsumerGroupHe
 		}
 		resp.Assignment = &a
 	}
-	return respond(resp)
+	// Answered once the records the heartbeat changed are durable
+	// (group_writes.go), as Kafka answers after its append.
+	return b.answerAfterGroupWrite(req.Group, resp, func(code int16) {
+		*resp = *req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = code
+	})
 }

@@ -4,13 +4,15 @@ package broker
 // as Kafka 4.2's GroupCoordinatorService.describeShareGroupOffsets: per
 // group, the start offset (SPSO) of each share-partition asked for, or of
 // every share-partition the group has when topics is null. A partition
-// the group never consumed has start offset -1 (and lag -1). The lag is
+// the group never consumed, or of a group id nobody uses, has start offset
+// -1 (and lag -1). The lag is
 // the records from SPSO to the high watermark that are not acknowledged
 // or archived yet. A group that is not a share group is
 // GROUP_ID_NOT_FOUND; DESCRIBE on the group is needed, and DESCRIBE on a
 // topic for its partitions (TOPIC_AUTHORIZATION_FAILED).
 //
-// Deviation: the leader epoch is 0 (this broker's only leader epoch).
+// The leader epoch is 0 (this broker's only leader epoch, and Kafka's
+// default for a partition never consumed).
 
 import (
 	"slices"
@@ -34,6 +36,10 @@ func (b *Broker) handleDescribeShareGroupOffsets(c *conn, req *kmsg.DescribeShar
 			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		case !b.shareGroups():
 			g.ErrorCode = kerr.UnsupportedVersion.Code
+		case !ok && !b.groupIDTaken(rg.GroupID):
+			// No group of that id: Kafka answers its partitions as
+			// never consumed (start offset -1), not an error.
+			g.Topics = b.describeShareOffsets(c, rg.Topics, nil)
 		case !ok:
 			g.ErrorCode = kerr.GroupIDNotFound.Code
 			g.ErrorMessage = kmsg.StringPtr("Group " + rg.GroupID + " is not a share group.")
@@ -78,7 +84,7 @@ func (b *Broker) describeShareOffsets(c *conn, topics []kmsg.DescribeShareGroupO
 		}
 		for _, idx := range rt.Partitions {
 			p := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
-			p.Partition, p.StartOffset, p.LeaderEpoch, p.Lag = idx, -1, -1, -1
+			p.Partition, p.StartOffset, p.LeaderEpoch, p.Lag = idx, -1, 0, -1
 			var part *partition.Partition
 			if exists {
 				part = b.store.Partition(partition.TopicID(meta.ID), idx)

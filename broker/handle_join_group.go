@@ -94,7 +94,8 @@ func (b *Broker) handleJoinGroup(c *conn, req *kmsg.JoinGroupRequest) (result, e
 		// Runs once, maybe on another goroutine; the writer reads resp
 		// only after ready is closed.
 		fillJoinResponse(resp, r)
-		close(ready)
+		// A record the join caused (a static member replaced) first.
+		b.afterGroupWrite(req.Group, func(error) { close(ready) })
 	})
 	return result{resp: resp, ready: ready}, nil
 }

@@ -84,5 +84,6 @@ func (b *Broker) handleLeaveGroup(c *conn, req *kmsg.LeaveGroupRequest) (result,
 		rm.ErrorCode = errorCode(errs[i])
 		resp.Members[i] = rm
 	}
-	return respond(resp)
+	// The record of a group left empty first (group_writes.go).
+	return b.answerAfterGroupWrite(req.Group, resp, func(code int16) { resp.ErrorCode = code })
 }

@@ -27,16 +27,26 @@ package broker
 //     partitions, acknowledgements, expired locks) are durable in
 //     __share_group_state.
 //
-// Deviations from Apache Kafka: isolation is always
-// read_uncommitted (share.isolation.level is not served); min_bytes only
-// decides whether to park (anything acquired is answered at once).
+//   - With share.isolation.level=read_committed a partition is read only
+//     below its last stable offset (and a parked fetch waits for that to
+//     move), and the records of aborted transactions in what was read are
+//     archived before acquiring, so they are never delivered (Kafka's
+//     SharePartition.filterAbortedTransactionalAcquiredRecords): their
+//     bytes still go out, as in a read_committed Fetch, but no acquired
+//     range names them.
+//
+// Deviations from Apache Kafka: min_bytes only decides whether to park
+// (anything acquired is answered at once).
 
 import (
+	"encoding/binary"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/kbroker/kbroker/group/share"
 	"github.com/kbroker/kbroker/partition"
@@ -51,8 +61,10 @@ type shareFetch struct {
 	maxBytes      int64
 	maxRecords    int
 	lock          time.Duration
-	parts         []shareFetchPart
-	persist       []share.Key
+	// committed is share.isolation.level=read_committed.
+	committed bool
+	parts     []shareFetchPart
+	persist   []share.Key
 }
 
 type shareFetchPart struct {
@@ -106,7 +118,7 @@ func (b *Broker) handleShareFetch(c *conn, req *kmsg.ShareFetchRequest) (result,
 		return fail(serr, "")
 	}
 	sf := &shareFetch{group: group, member: member, version: req.Version, maxBytes: int64(req.MaxBytes),
-		maxRecords: int(req.MaxRecords), lock: b.shares.LockDuration(group)}
+		maxRecords: int(req.MaxRecords), lock: b.shares.LockDuration(group), committed: b.shares.ReadCommitted(group)}
 	if sf.maxBytes < 0 {
 		sf.maxBytes = 0 // as Fetch: the KIP-74 minimum, the first batch only
 	}
@@ -216,7 +228,11 @@ func (b *Broker) readShareFetch(sf *shareFetch, fr *fetchResult) int {
 	remaining, acquired := sf.maxBytes, 0
 	var total int64
 	now := b.shares.Now()
-	for i := range sf.parts {
+	// rereads bounds the reads again of a partition whose read held only
+	// aborted records, archived now, so that the records after them are
+	// read in this fetch rather than after max_wait_ms.
+	rereads := 0
+	for i := 0; i < len(sf.parts); i++ {
 		fp := &sf.parts[i]
 		fp.out.Ranges, fp.out.Acquired = nil, fp.out.Acquired[:0]
 		if !fp.fetch || fp.sp == nil || fp.out.ErrorCode != 0 || acquired >= sf.maxRecords {
@@ -228,7 +244,11 @@ func (b *Broker) readShareFetch(sf *shareFetch, fr *fetchResult) int {
 			continue
 		}
 		start := len(fr.ranges)
-		res, rs, err := fp.p.Read(off, min(fp.maxBytes, remaining), total == 0, fr.ranges)
+		read := fp.p.Read
+		if sf.committed {
+			read = fp.p.ReadCommitted
+		}
+		res, rs, err := read(off, min(fp.maxBytes, remaining), total == 0, fr.ranges)
 		fr.ranges = rs
 		if err != nil || res.Bytes == 0 {
 			// An offset past the log end (an altered start offset) or
@@ -237,11 +257,22 @@ func (b *Broker) readShareFetch(sf *shareFetch, fr *fetchResult) int {
 			fr.ranges = fr.ranges[:start]
 			continue
 		}
+		archived := false
+		if sf.committed {
+			fr.abortScratch = fp.p.AbortedTransactions(off, res.NextOffset, fr.abortScratch[:0])
+			if len(fr.abortScratch) > 0 {
+				archived = b.archiveAborted(fp, off, res.NextOffset, fr.abortScratch)
+			}
+		}
 		var got []share.AcquiredRange
 		got = fp.sp.Acquire(got, sf.member, off, res.NextOffset, sf.maxRecords-acquired, sf.lock, now)
 		if len(got) == 0 {
 			partition.ReleaseRanges(fr.ranges[start:])
 			fr.ranges = fr.ranges[:start]
+			if archived && rereads < 8 {
+				rereads++
+				i-- // read on past the archived records
+			}
 			continue
 		}
 		for _, a := range got {
@@ -260,7 +291,8 @@ func (b *Broker) readShareFetch(sf *shareFetch, fr *fetchResult) int {
 	return acquired
 }
 
-// parkShareFetch waits until a fetched partition's high watermark moves,
+// parkShareFetch waits until a fetched partition's high watermark (last
+// stable offset, read_committed) moves,
 // records of one become Available again (released by another member, or
 // its lock expired: the wait ends at the earliest lock deadline), the wait
 // ends, the connection closes or the broker stops.
@@ -281,8 +313,12 @@ func (b *Broker) parkShareFetch(c *conn, sf *shareFetch, wait time.Duration) {
 			// the fetch reads again.
 			wait = min(wait, max(deadline.Sub(now)+time.Millisecond, 0))
 		}
+		moved := fp.p.Wait(fp.p.HighWatermark())
+		if sf.committed {
+			moved = fp.p.WaitStable(fp.p.LastStableOffset())
+		}
 		cases = append(cases,
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(fp.p.Wait(fp.p.HighWatermark()))},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(moved)},
 			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(freed)})
 	}
 	timer := time.NewTimer(wait)
@@ -327,4 +363,58 @@ func derefString(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// Record batch header offsets (the v2 format): base offset, attributes,
+// last offset delta and producer id; a header is 61 bytes.
+const (
+	batchAttributesAt      = 21
+	batchLastOffsetDeltaAt = 23
+	batchProducerIDAt      = 43
+	batchHeaderLen         = 61
+	batchTransactionalBit  = 0x10
+	batchControlBit        = 0x20
+)
+
+// archiveAborted archives, in fp's share-partition, the records of
+// [from, to) that belong to the aborted transactions aborted (from
+// AbortedTransactions, in first-offset order), as a read_committed
+// consumer skips them: walking the batches in order, a producer's
+// transactional batches are aborted from its transaction's first offset
+// until its next control batch, the abort marker. It reads batch headers
+// from the log, which only happens when the range holds an aborted
+// transaction.
+func (b *Broker) archiveAborted(fp *shareFetchPart, from, to int64, aborted []partition.AbortedTxn) (archived bool) {
+	var open []int64 // producers inside an aborted transaction
+	next := 0
+	err := fp.p.EachBatch(from, func(batch []byte) bool {
+		if len(batch) < batchHeaderLen {
+			return false
+		}
+		base := int64(binary.BigEndian.Uint64(batch))
+		if base >= to {
+			return false
+		}
+		last := base + int64(int32(binary.BigEndian.Uint32(batch[batchLastOffsetDeltaAt:])))
+		attrs := binary.BigEndian.Uint16(batch[batchAttributesAt:])
+		pid := int64(binary.BigEndian.Uint64(batch[batchProducerIDAt:]))
+		for next < len(aborted) && aborted[next].FirstOffset <= last {
+			open = append(open, aborted[next].ProducerID)
+			next++
+		}
+		i := slices.Index(open, pid)
+		switch {
+		case attrs&batchTransactionalBit == 0 || i < 0:
+		case attrs&batchControlBit != 0:
+			open = slices.Delete(open, i, i+1)
+		default:
+			archived = fp.sp.ArchiveAvailable(max(base, from), min(last, to-1)) || archived
+		}
+		return true
+	})
+	if err != nil {
+		b.lg.Warn("share fetch: aborted transactions not archived", zap.String("topic", fp.p.Topic()),
+			zap.Int32("partition", fp.p.Index()), zap.Error(err))
+	}
+	return archived
 }

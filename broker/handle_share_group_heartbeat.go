@@ -10,10 +10,16 @@ package broker
 // ConsumerGroupHeartbeat refuse a share group's id in turn. Needs READ on
 // the group.
 //
-// Deviations from Apache Kafka: membership is not stored, so after a
-// restart members rejoin (UNKNOWN_MEMBER_ID, then epoch 0); topic
-// authorization of the subscribed topics is not checked here (ShareFetch
-// checks READ on each topic).
+// A heartbeat that changed the group (a join, a leave, new subscriptions,
+// a new assignment) is answered once the group's records
+// (broker/share_records.go) are durable in __consumer_offsets, as Kafka
+// answers after its append, so that after a restart or a kill -9 members
+// keep their epochs and assignments and need not rejoin.
+//
+// Deviations from Apache Kafka: when that write fails the error goes back
+// but the change stays in memory (Kafka's coordinator rolls it back);
+// topic authorization of the subscribed topics is not checked here
+// (ShareFetch checks READ on each topic).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -62,7 +68,29 @@ func (b *Broker) handleShareGroupHeartbeat(c *conn, req *kmsg.ShareGroupHeartbea
 		}
 		resp.Assignment = &a
 	}
-	return respond(resp)
+	if !r.Changed {
+		return respond(resp)
+	}
+	ready := make(chan struct{})
+	b.recordShareGroup(req.GroupID, func(err error) {
+		if code := groupWriteCode(err); code != 0 {
+			*resp = *req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			resp.ErrorCode = code
+		}
+		close(ready)
+	})
+	return result{resp: resp, ready: ready}, nil
+}
+
+// groupWriteCode is the code of a failed write of group records for a
+// membership request (Kafka's appendRecordsErrorMapping without the
+// offset-commit case: a record too large is UNKNOWN_SERVER_ERROR).
+func groupWriteCode(err error) int16 {
+	code := coordinatorWriteCode(err)
+	if code == kerr.InvalidCommitOffsetSize.Code {
+		return kerr.UnknownServerError.Code
+	}
+	return code
 }
 
 // groupIDTaken reports whether a classic or consumer group holds id, which

@@ -201,14 +201,21 @@ func TestShareStateSurvivesCrash(t *testing.T) {
 	if start := shareStartOffset(t, srv, "sg", "q", 0); start != 10 {
 		t.Fatalf("start offset after the crash %d, want 10", start)
 	}
-	b := joinShare(t, srv, "sg", "b", "q")
+	// a is still a member after the crash (its membership is stored):
+	// it heartbeats at its epoch on a new connection and opens a new
+	// share session, as a client does when its session is gone.
+	b := a
+	b.w, b.sessionEpoch = dialWire(t, srv), 0
+	if code := b.heartbeat(); code != 0 {
+		t.Fatalf("heartbeat after the crash: %v", kerr.ErrorForCode(code))
+	}
 	got := acquired(b.fetch(time.Second, nil))[0]
 	want := []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{
 		{FirstOffset: 10, LastOffset: 11, DeliveryCount: 2}, {FirstOffset: 13, LastOffset: 19, DeliveryCount: 2}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("acquired after the crash %+v, want %+v", got, want)
 	}
-	// b accepts everything; a clean restart (which snapshots the state
+	// a accepts everything; a clean restart (which snapshots the state
 	// and lets the commit log drop its records) keeps that too.
 	resp = b.fetch(0, map[int32][]kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{0: {
 		{FirstOffset: 10, LastOffset: 11, AcknowledgeTypes: []int8{1}}, {FirstOffset: 13, LastOffset: 19, AcknowledgeTypes: []int8{1}}}})

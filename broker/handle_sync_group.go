@@ -67,7 +67,17 @@ func (b *Broker) handleSyncGroup(c *conn, req *kmsg.SyncGroupRequest) (result, e
 		resp.ProtocolType = groupNullable(r.ProtocolType)
 		resp.Protocol = groupNullable(r.ProtocolName)
 		resp.MemberAssignment = r.Assignment
-		close(ready)
+		if r.Err != nil {
+			close(ready)
+			return
+		}
+		// The generation's record first (group_writes.go).
+		b.afterGroupWrite(req.Group, func(err error) {
+			if code := groupWriteCode(err); code != 0 {
+				resp.ErrorCode, resp.MemberAssignment = code, []byte{}
+			}
+			close(ready)
+		})
 	})
 	return result{resp: resp, ready: ready}, nil
 }

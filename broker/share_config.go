@@ -91,6 +91,7 @@ func (b *Broker) shareState(create bool) (bool, error) {
 // Share group configs (Kafka 4's GroupConfig share.*).
 const (
 	shareAutoOffsetResetConfig    = "share.auto.offset.reset"
+	shareIsolationLevelConfig     = "share.isolation.level"
 	shareRecordLockDurationConfig = "share.record.lock.duration.ms"
 	shareSessionTimeoutConfig     = "share.session.timeout.ms"
 	shareHeartbeatIntervalConfig  = "share.heartbeat.interval.ms"
@@ -115,5 +116,6 @@ func (b *Broker) shareGroupConfigFor(groupID string) share.GroupConfig {
 		HeartbeatInterval:  ms(shareHeartbeatIntervalConfig),
 		RecordLockDuration: ms(shareRecordLockDurationConfig),
 		AutoOffsetReset:    set[shareAutoOffsetResetConfig],
+		ReadCommitted:      set[shareIsolationLevelConfig] == "read_committed",
 	}
 }

@@ -49,6 +49,12 @@
 //	records: uint32 key length, key, uint32 value length, value
 //	uint32 CRC-32C of everything before it
 //
+// # Lifecycle (loops.go)
+//
+// An owner runs its background loops (snapshots, expiry) with Loops, whose
+// Stop closes the log first, then stops and waits for the loops, once: a
+// clean Close snapshots after it, an Abandon (a crash, in tests) does not.
+//
 // # Locking
 //
 // Log.mu guards the queues, the cuts and the encode buffers. State.Apply

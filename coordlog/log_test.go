@@ -21,3 +21,27 @@ func TestPartitionForMatchesKafka(t *testing.T) {
 		t.Errorf("surrogate pair: %d", got)
 	}
 }
+
+// TestLoopsStopOnce runs two loops and stops them: the first function runs
+// before the loops hear stop, Stop waits for them, and a second Stop does
+// nothing and reports false.
+func TestLoopsStopOnce(t *testing.T) {
+	var l Loops
+	var closedFirst, sawStop [2]bool
+	first := false
+	for i := range 2 {
+		l.Go(func(stop <-chan struct{}) {
+			<-stop
+			closedFirst[i], sawStop[i] = first, true
+		})
+	}
+	if !l.Stop(func() { first = true }) {
+		t.Fatal("first Stop reported false")
+	}
+	if sawStop != [2]bool{true, true} || closedFirst != [2]bool{true, true} {
+		t.Fatalf("loops stopped %v, after first %v", sawStop, closedFirst)
+	}
+	if l.Stop(func() { t.Fatal("first ran again") }) {
+		t.Fatal("second Stop reported true")
+	}
+}

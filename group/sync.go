@@ -78,15 +78,18 @@ func (g *group) syncLocked(req *SyncRequest, done func(SyncResponse), e *effects
 			return // wait for the leader
 		}
 		// Kafka writes the assignment to __consumer_offsets first and
-		// completes in the append callback; the group is in memory here.
+		// completes in the append callback; here the broker's answers
+		// wait for the append the state hook makes.
 		for _, x := range g.mu.members {
 			x.assignment = bytes.Clone(req.Assignments[x.id])
 			if x.assignment == nil {
 				x.assignment = []byte{}
 			}
 		}
-		g.propagateAssignmentLocked(nil, e)
+		// The state hook first: it appends the group's record, which
+		// the answers then wait for (broker/group_writes.go).
 		g.transitionLocked(Stable, e)
+		g.propagateAssignmentLocked(nil, e)
 	case Stable:
 		g.removePendingSyncLocked(m.id)
 		reply(SyncResponse{ProtocolType: g.mu.protocolType, ProtocolName: g.mu.protocolName, Assignment: m.assignment})

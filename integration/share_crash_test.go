@@ -109,3 +109,57 @@ func setGroupConfig(t *testing.T, addr, group, name, value string) {
 		t.Fatalf("set group config %s=%s on %s: %v", name, value, group, err)
 	}
 }
+
+// TestShareMembershipCrashKill9: two share-group members join over the
+// wire and split a topic's partitions; the binary is killed with SIGKILL
+// right after their answers and started again. Both members heartbeat on
+// at the epochs they were given, with no error, no new epoch and no new
+// assignment: the membership was durable before the broker answered.
+func TestShareMembershipCrashKill9(t *testing.T) {
+	t.Parallel()
+	b := startBinary(t, "--flush", "sync")
+	topic, group := topicName(t), "sgm."+topicName(t)
+	createGroupTopic(t, newAdmin(t, b.Addr()), topic, 4)
+	ctx := testCtx(t)
+	beat := func(cl *kgo.Client, member string, epoch int32) *kmsg.ShareGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.MemberEpoch = group, member, epoch
+		if epoch == 0 {
+			req.SubscribedTopicNames = []string{topic}
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		if err != nil {
+			t.Fatalf("%s heartbeats at epoch %d: %v", member, epoch, err)
+		}
+		return resp
+	}
+	cl := newKgo(t, b.Addr())
+	epochs := map[string]int32{}
+	parts := map[string]int{}
+	for _, m := range []string{"m-a", "m-b", "m-a"} {
+		r := beat(cl, m, epochs[m])
+		epochs[m] = r.MemberEpoch
+		if r.Assignment != nil {
+			parts[m] = 0
+			for _, tp := range r.Assignment.TopicPartitions {
+				parts[m] += len(tp.Partitions)
+			}
+		}
+	}
+	if parts["m-a"]+parts["m-b"] != 4 || epochs["m-a"] != epochs["m-b"] {
+		t.Fatalf("before the kill: epochs %v, partitions %v", epochs, parts)
+	}
+	b.kill9(t, "two share members", 10*time.Second)
+	b.start(t)
+	cl = newKgo(t, b.Addr())
+	for _, m := range []string{"m-a", "m-b"} {
+		r := beat(cl, m, epochs[m])
+		if r.MemberEpoch != epochs[m] || r.Assignment != nil {
+			t.Fatalf("%s after the kill: epoch %d (was %d), assignment %+v", m, r.MemberEpoch, epochs[m], r.Assignment)
+		}
+	}
+}

@@ -112,11 +112,11 @@ func (s *Store) groupTombstones(group string, only []TopicPartition) []rec {
 // a group completes a rebalance, when a static member of a Stable group is
 // replaced and when the group becomes empty, so that a restart brings the
 // group back with its generation and members (Groups) and knows since
-// when it has been empty (for expiry). It does not wait for durability;
-// records of one group must be recorded in the order of the states they
-// describe (the log keeps the append order).
-func (s *Store) RecordGroup(g GroupRecord) {
-	s.write(g.Group, []rec{groupRec(g, s.cfg.Now().UnixMilli())}, nil)
+// when it has been empty (for expiry). done (if not nil) hears when the
+// record is durable, or why not; records of one group must be recorded in
+// the order of the states they describe (the log keeps the append order).
+func (s *Store) RecordGroup(g GroupRecord, done func(error)) {
+	s.write(g.Group, []rec{groupRec(g, s.cfg.Now().UnixMilli())}, done)
 }
 
 // DeleteGroupMetadata writes a tombstone for the group's metadata and
@@ -148,6 +148,9 @@ type GroupInfo struct {
 	// Consumer is the group as its consumer-group (KIP-848) records
 	// describe it, nil without any: such a group is a consumer group.
 	Consumer *ConsumerGroup
+	// Share is the group as its share-group (KIP-932) records describe
+	// it, nil without any: such a group is a share group.
+	Share *ShareGroup
 }
 
 // Groups lists the groups with offsets or metadata, sorted by id. A
@@ -158,7 +161,7 @@ func (s *Store) Groups() []GroupInfo {
 	out := make([]GroupInfo, 0, len(s.mu.groups))
 	metas := make([][]byte, 0, len(s.mu.groups))
 	for id, g := range s.mu.groups {
-		out = append(out, GroupInfo{Group: id, ProtocolType: g.protocolType, Generation: g.generation, Consumer: s.consumerGroupLocked(id, g)})
+		out = append(out, GroupInfo{Group: id, ProtocolType: g.protocolType, Generation: g.generation, Consumer: s.consumerGroupLocked(id, g), Share: s.shareGroupLocked(id, g)})
 		metas = append(metas, g.meta)
 	}
 	s.mu.Unlock()

@@ -65,16 +65,16 @@ func TestRecordConsumerGroup(t *testing.T) {
 		e.commit("sync-point", c("x", 0, 0))
 		return int(p.HighWatermark() - hw - 1)
 	}
-	if n := count(func() { e.s.RecordConsumerGroup("g", cg) }); n != 9 {
+	if n := count(func() { e.s.RecordConsumerGroup("g", cg, nil) }); n != 9 {
 		t.Fatalf("first record: %d records written, want 9", n)
 	}
-	if n := count(func() { e.s.RecordConsumerGroup("g", cg) }); n != 0 {
+	if n := count(func() { e.s.RecordConsumerGroup("g", cg, nil) }); n != 0 {
 		t.Fatalf("unchanged group: %d records written, want 0", n)
 	}
 	changed := *seedConsumerGroup()
 	changed.Epoch = 8
 	changed.Members = changed.Members[:1] // m2 left
-	if n := count(func() { e.s.RecordConsumerGroup("g", &changed) }); n != 4 {
+	if n := count(func() { e.s.RecordConsumerGroup("g", &changed, nil) }); n != 4 {
 		t.Fatalf("epoch bump and a member gone: %d records written, want 4 (epoch, 3 tombstones)", n)
 	}
 	for _, crash := range []bool{true, false} {
@@ -91,10 +91,10 @@ func TestRecordConsumerGroup(t *testing.T) {
 		}
 	}
 	// After a restart the store compares with what it read: nothing new.
-	if n := count(func() { e.s.RecordConsumerGroup("g", &changed) }); n != 0 {
+	if n := count(func() { e.s.RecordConsumerGroup("g", &changed, nil) }); n != 0 {
 		t.Fatalf("unchanged group after a restart: %d records written, want 0", n)
 	}
-	if n := count(func() { e.s.RecordConsumerGroup("g", nil) }); n != 6 {
+	if n := count(func() { e.s.RecordConsumerGroup("g", nil, nil) }); n != 6 {
 		t.Fatalf("deleted group: %d records written, want 6 tombstones", n)
 	}
 	e.restart(true)

@@ -71,8 +71,9 @@ type rec struct {
 	metaTime     int64
 	protocolType string
 	generation   int32
-	// isCG: a consumer group (KIP-848) record, kept encoded: cgKey is
-	// its key, cgValue its value (consumer_records.go).
+	// isCG: a consumer-group (KIP-848) or share-group (KIP-932)
+	// record, kept encoded: cgKey is its key, cgValue its value
+	// (consumer_records.go, share_records.go).
 	isCG    bool
 	cgKey   string
 	cgValue []byte
@@ -213,6 +214,22 @@ func decodeRec(key, value []byte) (r rec, ok bool, err error) {
 		}
 		if err := decodeCGValue(version, value); err != nil {
 			return rec{}, false, fmt.Errorf("consumer group %s: %w", group, err)
+		}
+		r.cgValue = append([]byte(nil), value...)
+		return r, true, nil
+	case sgMemberMetadataType, sgMetadataType, sgTargetMetadataType, sgTargetMemberType, sgCurrentAssignmentType, sgStatePartitionMetadataType:
+		_, group, _, ok, err := parseSGKey(key)
+		if err != nil || !ok {
+			return rec{}, false, err
+		}
+		// Kept with the consumer-group records: encoded, by key.
+		r = rec{group: group, isCG: true, cgKey: string(key)}
+		if value == nil {
+			r.tombstone = true
+			return r, true, nil
+		}
+		if err := decodeSGValue(version, value); err != nil {
+			return rec{}, false, fmt.Errorf("share group %s: %w", group, err)
 		}
 		r.cgValue = append([]byte(nil), value...)
 		return r, true, nil

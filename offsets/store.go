@@ -49,20 +49,19 @@ type Store struct {
 
 	mu struct {
 		sync.Mutex
-		closed bool
 		groups map[string]*groupState
 		// txn holds, per producer id, the offsets of its open
 		// transaction (TxnOffsetCommit): durable, not yet visible.
 		txn map[int64][]rec
-		// cgWritten holds, per consumer group, its records as last
-		// written (RecordConsumerGroup), applied or not, so that a
+		// cgWritten holds, per consumer or share group, its records
+		// as last written (RecordConsumerGroup, RecordShareGroup),
+		// applied or not, so that a
 		// change writes only the records that changed. A group
 		// missing here is compared with its applied records.
 		cgWritten map[string]map[string][]byte
 	}
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	loops coordlog.Loops
 }
 
 // groupState is one group's committed offsets and last metadata record.
@@ -78,8 +77,10 @@ type groupState struct {
 	// the record); emptySince is from when.
 	empty      bool
 	emptySince int64
-	// cg holds the group's consumer-group (KIP-848) records: encoded
-	// key → value.
+	// cg holds the group's consumer-group (KIP-848) and share-group
+	// (KIP-932) records: encoded key → value. A group id names one
+	// group at a time, but the two kinds are told apart by record type
+	// wherever they are read.
 	cg map[string][]byte
 }
 
@@ -93,7 +94,7 @@ func Open(cfg Config, ps *partition.Store, parts []*partition.Partition, hooks H
 	if lg == nil {
 		lg = zap.NewNop()
 	}
-	s := &Store{cfg: cfg, hooks: hooks, lg: lg, stop: make(chan struct{})}
+	s := &Store{cfg: cfg, hooks: hooks, lg: lg}
 	s.mu.groups = map[string]*groupState{}
 	s.mu.txn = map[int64][]rec{}
 	s.mu.cgWritten = map[string]map[string][]byte{}
@@ -114,8 +115,7 @@ func Open(cfg Config, ps *partition.Store, parts []*partition.Partition, hooks H
 	}
 	lg.Info("group offsets loaded", zap.Int("groups", len(s.mu.groups)), zap.Bool("snapshot", ld.Snapshot),
 		zap.Int("replayed", ld.Replayed), zap.Duration("took", time.Since(start)))
-	s.wg.Add(1)
-	go s.background()
+	s.loops.Go(s.background)
 	return s, nil
 }
 
@@ -165,7 +165,7 @@ func (s *Store) write(group string, recs []rec, done func(error)) {
 // Close takes a last snapshot (when the store can) and stops the loops.
 // Writes after Close get COORDINATOR_NOT_AVAILABLE.
 func (s *Store) Close() error {
-	if !s.stopLoops() {
+	if !s.loops.Stop(s.log.Close) {
 		return nil
 	}
 	return s.Snapshot()
@@ -173,34 +173,17 @@ func (s *Store) Close() error {
 
 // Abandon stops the store without the snapshot Close writes, as a crash
 // would; the next open replays the offsets from the commit log.
-func (s *Store) Abandon() { s.stopLoops() }
+func (s *Store) Abandon() { s.loops.Stop(s.log.Close) }
 
-// stopLoops marks the store closed and stops its goroutines; false if it
-// was closed already.
-func (s *Store) stopLoops() bool {
-	s.mu.Lock()
-	if s.mu.closed {
-		s.mu.Unlock()
-		return false
-	}
-	s.mu.closed = true
-	s.mu.Unlock()
-	s.log.Close()
-	close(s.stop)
-	s.wg.Wait()
-	return true
-}
-
-// background runs expiry and snapshots.
-func (s *Store) background() {
-	defer s.wg.Done()
+// background runs expiry and snapshots until stop is closed.
+func (s *Store) background(stop <-chan struct{}) {
 	expire := time.NewTicker(s.cfg.CheckInterval)
 	defer expire.Stop()
 	snap := time.NewTicker(s.cfg.SnapshotInterval)
 	defer snap.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-stop:
 			return
 		case <-expire.C:
 			s.Expire()

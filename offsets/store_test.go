@@ -79,12 +79,7 @@ func (e *env) open() {
 func (e *env) restart(crash bool) {
 	e.t.Helper()
 	if crash {
-		e.s.mu.Lock()
-		e.s.mu.closed = true
-		e.s.mu.Unlock()
-		e.s.log.Close()
-		close(e.s.stop)
-		e.s.wg.Wait()
+		e.s.Abandon()
 	} else if err := e.s.Close(); err != nil {
 		e.t.Fatal(err)
 	}
@@ -172,7 +167,7 @@ func TestDeletesSurviveRestart(t *testing.T) {
 	e := newEnv(t, partition.FlushSync, 2)
 	e.commit("a", c("t", 0, 1), c("t", 1, 2))
 	e.commit("b", c("t", 0, 5))
-	e.s.RecordGroup(GroupRecord{Group: "b", ProtocolType: "consumer", Generation: 4})
+	e.s.RecordGroup(GroupRecord{Group: "b", ProtocolType: "consumer", Generation: 4}, nil)
 	done := make(chan error, 2)
 	e.s.DeleteOffsets("a", []TopicPartition{{"t", 1}, {"nope", 0}}, func(err error) { done <- err })
 	e.s.DeleteGroup("b", func(err error) { done <- err })
@@ -198,7 +193,7 @@ func TestGroupMetadataRestored(t *testing.T) {
 			{MemberID: "m1", ClientID: "c", ClientHost: "/127.0.0.1", SessionTimeoutMs: 10000, RebalanceTimeoutMs: 60000, Subscription: []byte{1}, Assignment: []byte{2}},
 			{MemberID: "m2", InstanceID: "i2", ClientID: "c2", ClientHost: "/127.0.0.2", SessionTimeoutMs: 45000, RebalanceTimeoutMs: 300000, Subscription: []byte{3}, Assignment: []byte{}},
 		}}
-	e.s.RecordGroup(want)
+	e.s.RecordGroup(want, nil)
 	for _, crash := range []bool{true, false} {
 		e.restart(crash)
 		gs := e.s.Groups()
@@ -215,7 +210,7 @@ func TestGroupMetadataRestored(t *testing.T) {
 		}
 	}
 	// A later record without members empties it, through a restart too.
-	e.s.RecordGroup(GroupRecord{Group: "g", ProtocolType: "consumer", Generation: 8})
+	e.s.RecordGroup(GroupRecord{Group: "g", ProtocolType: "consumer", Generation: 8}, nil)
 	e.restart(true)
 	if gs := e.s.Groups(); len(gs) != 1 || len(gs[0].Record.Members) != 0 || gs[0].Generation != 8 {
 		t.Fatalf("groups after emptying: %+v", gs)
@@ -241,7 +236,7 @@ func TestExpiry(t *testing.T) {
 	// A managed group, empty since now: all offsets go an hour later,
 	// however old the commits.
 	e.commit("managed", c("t", 0, 3))
-	e.s.RecordGroup(GroupRecord{Group: "managed", ProtocolType: "consumer", Generation: 2})
+	e.s.RecordGroup(GroupRecord{Group: "managed", ProtocolType: "consumer", Generation: 2}, nil)
 	// An active group is never expired.
 	e.commit("busy", c("t", 0, 4))
 	active.Store("busy", true)

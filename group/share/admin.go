@@ -45,6 +45,7 @@ func (c *Coordinator) Offsets(groupID string) (out []PartitionOffsets, ok bool) 
 // states are durable.
 func (c *Coordinator) AlterOffsets(groupID string, offsets map[TopicIDPartition]int64, done func(error)) *kerr.Error {
 	c.mu.Lock()
+	created := false
 	g := c.mu.groups[groupID]
 	if g != nil && len(g.members) > 0 {
 		c.mu.Unlock()
@@ -56,6 +57,7 @@ func (c *Coordinator) AlterOffsets(groupID string, offsets map[TopicIDPartition]
 			return kerr.GroupIDNotFound
 		}
 		c.mu.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+		created = true
 	}
 	keys := make([]Key, 0, len(offsets))
 	for tp, off := range offsets {
@@ -68,6 +70,14 @@ func (c *Coordinator) AlterOffsets(groupID string, offsets map[TopicIDPartition]
 		keys = append(keys, k)
 	}
 	c.mu.Unlock()
+	if created {
+		// The new group is stored with its states, as Kafka writes
+		// its metadata record.
+		both := joinDone(2, done)
+		c.record(groupID, both)
+		c.Persist(keys, both)
+		return nil
+	}
 	c.Persist(keys, done)
 	return nil
 }

@@ -83,4 +83,11 @@ type GroupConfig struct {
 	// AutoOffsetReset is share.auto.offset.reset: "latest" (the default)
 	// or "earliest", where a share-partition without state starts.
 	AutoOffsetReset string
+	// ReadCommitted is share.isolation.level=read_committed: records
+	// are acquired only below the last stable offset, and those of
+	// aborted transactions are archived, never delivered.
+	ReadCommitted bool
 }
+
+// ReadCommitted reports whether the group reads committed records only.
+func (c *Coordinator) ReadCommitted(groupID string) bool { return c.groupConfig(groupID).ReadCommitted }

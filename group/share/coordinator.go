@@ -27,6 +27,10 @@ type Coordinator struct {
 	taken func(group string) bool
 	store atomic.Pointer[Store]
 	now   func() time.Time
+	// record stores a group's records after a change no request waits
+	// for (expiry, an administrator's offsets) or that one waits for
+	// through done; never nil.
+	record func(group string, done func(error))
 
 	mu struct {
 		sync.Mutex
@@ -51,6 +55,15 @@ func WithGroupConfigs(f func(group string) GroupConfig) Option {
 // type: share groups share the group-id namespace with the others.
 func WithTaken(f func(group string) bool) Option { return func(c *Coordinator) { c.taken = f } }
 
+// WithRecorder sets how a group is recorded after a change that no
+// heartbeat answers for (a member's session expired, a group created by
+// AlterShareGroupOffsets, a deletion): record takes the group's state with
+// Record (no group: it was deleted) and stores it, then calls done if not
+// nil.
+func WithRecorder(record func(group string, done func(error))) Option {
+	return func(c *Coordinator) { c.record = record }
+}
+
 // WithLogger sets the logger.
 func WithLogger(lg *zap.Logger) Option { return func(c *Coordinator) { c.lg = lg } }
 
@@ -63,7 +76,12 @@ func New(cfg Config, opts ...Option) (*Coordinator, error) {
 		return nil, err
 	}
 	c := &Coordinator{cfg: cfg, lg: zap.NewNop(), now: time.Now, stop: make(chan struct{}),
-		groupConfig: func(string) GroupConfig { return GroupConfig{} }, taken: func(string) bool { return false }}
+		groupConfig: func(string) GroupConfig { return GroupConfig{} }, taken: func(string) bool { return false },
+		record: func(_ string, done func(error)) {
+			if done != nil {
+				done(nil)
+			}
+		}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -141,6 +159,7 @@ func (c *Coordinator) expireMembers() {
 	}
 	c.mu.Unlock()
 	for _, x := range out {
+		c.record(x.group, nil)
 		c.releaseMember(x.group, x.member)
 	}
 }
@@ -154,6 +173,7 @@ func (c *Coordinator) removeMemberLocked(g *group, id string) {
 	}
 	delete(g.members, id)
 	g.epoch++
+	g.changes++
 	delete(c.mu.sessions, sessionKey{g.id, id})
 }
 
@@ -337,7 +357,35 @@ func (c *Coordinator) Delete(groupID string, done func(error)) {
 		}
 	}
 	c.mu.Unlock()
-	c.deleteStates(keys, done)
+	// The group's records and its share-partition states go together;
+	// done hears the first failure of either.
+	both := joinDone(2, done)
+	c.record(groupID, both)
+	c.deleteStates(keys, both)
+}
+
+// joinDone returns a callback that calls done once it was called n
+// times, with the first error (done may be nil).
+func joinDone(n int, done func(error)) func(error) {
+	if done == nil {
+		done = func(error) {}
+	}
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	return func(err error) {
+		mu.Lock()
+		if err != nil && first == nil {
+			first = err
+		}
+		n--
+		last := n == 0
+		mu.Unlock()
+		if last {
+			done(first)
+		}
+	}
 }
 
 // deleteStates writes tombstones for keys; done hears the first error.

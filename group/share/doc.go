@@ -13,7 +13,9 @@
 //
 // Members join with ShareGroupHeartbeat at epoch 0 and get the group
 // epoch and an assignment computed by the server. Partitions need no
-// revocation, so every member is always at the group epoch. A member that
+// revocation, so a member reaches the assignment epoch at its next
+// heartbeat (its previous epoch is still accepted, as Kafka's answer that
+// bumped it may have been lost). A member that
 // misses heartbeats for the session timeout is removed and the records it
 // holds are released.
 //
@@ -48,10 +50,14 @@
 // the window), through a coordinator log (package coordlog): after a
 // restart or a kill -9 the acknowledged and archived records stay done
 // and delivery counts are kept; locks do not survive, so records acquired
-// at the crash are available again. Membership is not stored: after a
-// restart a group with stored state comes back empty, and members rejoin
-// (Kafka stores share group metadata in __consumer_offsets and keeps the
-// group epoch).
+// at the crash are available again.
+//
+// Membership is stored as Kafka stores it, as ShareGroup* records in
+// __consumer_offsets (record.go here; offsets/share_records.go encodes
+// them): after a change the caller takes the group's Record and writes
+// it, and a heartbeat is answered once that is durable. At start-up
+// Restore brings groups back with their epochs, subscribed topics and
+// members' assignments, so members heartbeat on without rejoining.
 //
 // # Locking
 //

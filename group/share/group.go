@@ -45,14 +45,20 @@ type group struct {
 	// topics is what the last assignment was computed from: the
 	// subscribed topics' ids and partition counts, sorted by name.
 	topics []Topic
+	// changes counts the changes of what the group's records hold, so
+	// that a heartbeat knows whether it must record the group.
+	changes uint64
 }
 
 // member is one member of a share group.
 type member struct {
 	id, rack, clientID, clientHost string
 	epoch                          int32
-	subscribed                     []string
-	assignment                     []TopicPartitions
+	// previousEpoch is the epoch before the last bump (Kafka's
+	// PreviousMemberEpoch), stored with the member.
+	previousEpoch int32
+	subscribed    []string
+	assignment    []TopicPartitions
 	// sent is whether the member has been sent its current assignment.
 	sent bool
 	// expires is when the member is removed without a heartbeat.

@@ -34,6 +34,10 @@ type HeartbeatResponse struct {
 	// changed since the member last heard it.
 	HasAssignment bool
 	Assignment    []TopicPartitions
+	// Changed says the heartbeat changed what the group's records hold:
+	// the caller records the group (Record) and answers once that is
+	// durable, as Kafka does.
+	Changed bool
 }
 
 // Heartbeat handles a ShareGroupHeartbeat, as Kafka's
@@ -42,7 +46,8 @@ type HeartbeatResponse struct {
 // subscribed topics changed, and answers with the member's epoch and,
 // when it changed, its assignment. Share groups need no revocation: a
 // partition may move at once, since records are locked one by one, not
-// owned by partition; so the member epoch is always the group epoch.
+// owned by partition; so a member reaches the assignment epoch at its
+// next heartbeat.
 func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResponse {
 	if resp, ok := validateHeartbeat(&req); !ok {
 		return resp
@@ -60,12 +65,13 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResp
 		if left {
 			c.releaseMember(req.Group, req.MemberID)
 		}
-		return HeartbeatResponse{MemberID: req.MemberID, MemberEpoch: LeaveEpoch}
+		return HeartbeatResponse{MemberID: req.MemberID, MemberEpoch: LeaveEpoch, Changed: left}
 	}
 	if g == nil {
 		if req.MemberEpoch != 0 {
+			// Kafka looks the group up without creating it first.
 			c.mu.Unlock()
-			return HeartbeatResponse{Err: kerr.UnknownMemberID, ErrMessage: "Member " + req.MemberID + " is not a member of group " + req.Group + "."}
+			return HeartbeatResponse{Err: kerr.GroupIDNotFound, ErrMessage: "Group " + req.Group + " not found."}
 		}
 		if c.taken(req.Group) {
 			c.mu.Unlock()
@@ -74,6 +80,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResp
 		g = &group{id: req.Group, members: map[string]*member{}}
 		c.mu.groups[req.Group] = g
 	}
+	changes := g.changes
 	m := g.members[req.MemberID]
 	joined := m == nil
 	switch {
@@ -87,13 +94,23 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResp
 		m = &member{id: req.MemberID}
 		g.members[req.MemberID] = m
 		g.epoch++
-	case req.MemberEpoch != 0 && req.MemberEpoch != m.epoch:
+	case req.MemberEpoch > m.epoch:
+		c.mu.Unlock()
+		return HeartbeatResponse{Err: kerr.FencedMemberEpoch, ErrMessage: "The share group member has a greater member epoch than expected."}
+	case req.MemberEpoch != 0 && req.MemberEpoch < m.epoch && req.MemberEpoch != m.previousEpoch:
+		// The previous epoch is accepted: the answer that bumped it
+		// may have been lost (Kafka's
+		// throwIfShareGroupMemberEpochIsInvalid).
 		c.mu.Unlock()
 		return HeartbeatResponse{Err: kerr.FencedMemberEpoch, ErrMessage: "The share group member has a smaller member epoch than expected."}
 	}
-	m.clientID, m.clientHost = req.ClientID, req.ClientHost
-	if req.Rack != nil {
+	if m.clientID != req.ClientID || m.clientHost != req.ClientHost {
+		m.clientID, m.clientHost = req.ClientID, req.ClientHost
+		g.changes++
+	}
+	if req.Rack != nil && m.rack != *req.Rack {
 		m.rack = *req.Rack
+		g.changes++
 	}
 	if req.SubscribedTopicNames != nil {
 		subs := slices.Clone(req.SubscribedTopicNames)
@@ -101,16 +118,24 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResp
 		subs = slices.Compact(subs)
 		if !slices.Equal(subs, m.subscribed) {
 			m.subscribed = subs
+			g.changes++
 			if !joined { // a join bumped the epoch already
 				g.epoch++
 			}
 		}
 	}
 	c.assignLocked(g, md)
+	// The member moves to the assignment's epoch at its own heartbeat,
+	// as Kafka's members do; the others stay at theirs until they
+	// heartbeat, so none is fenced for a bump it has not heard of.
+	if m.epoch != g.assignmentEpoch {
+		m.previousEpoch, m.epoch = m.epoch, g.assignmentEpoch
+		g.changes++
+	}
 	interval, timeout := c.intervals(req.Group)
 	m.expires = now.Add(timeout)
-	resp := HeartbeatResponse{MemberID: m.id, MemberEpoch: m.epoch, HeartbeatInterval: interval}
-	if !m.sent || req.MemberEpoch == 0 || req.SubscribedTopicNames != nil {
+	resp := HeartbeatResponse{MemberID: m.id, MemberEpoch: m.epoch, HeartbeatInterval: interval, Changed: g.changes != changes || joined}
+	if !m.sent || req.MemberEpoch == 0 || req.MemberEpoch != m.epoch || req.SubscribedTopicNames != nil {
 		resp.HasAssignment, resp.Assignment, m.sent = true, m.assignment, true
 	}
 	c.mu.Unlock()
@@ -153,7 +178,7 @@ func (c *Coordinator) intervals(groupID string) (interval, timeout time.Duration
 
 // assignLocked recomputes the assignment when the group epoch moved past
 // it or the subscribed topics changed (created, deleted, more
-// partitions), and gives every member the group epoch.
+// partitions); members reach its epoch at their own heartbeats.
 func (c *Coordinator) assignLocked(g *group, md Metadata) {
 	topics := g.subscribedTopics(md)
 	if g.assignmentEpoch == g.epoch && slices.Equal(topics, g.topics) {
@@ -163,6 +188,7 @@ func (c *Coordinator) assignLocked(g *group, md Metadata) {
 		g.epoch++
 	}
 	g.topics = topics
+	g.changes++
 	next := assign(topics, g.members)
 	for id, m := range g.members {
 		a := next[id]
@@ -170,7 +196,6 @@ func (c *Coordinator) assignLocked(g *group, md Metadata) {
 		if !sameAssignment(a, m.assignment) {
 			m.assignment, m.sent = a, false
 		}
-		m.epoch = g.epoch
 	}
 	g.assignmentEpoch = g.epoch
 }

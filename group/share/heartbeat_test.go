@@ -2,6 +2,7 @@ package share
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -56,16 +57,28 @@ func TestHeartbeatSplitsPartitions(t *testing.T) {
 	if b.Err != nil || count(b.Assignment) < 2 || b.MemberEpoch != 2 {
 		t.Fatalf("b joins: %+v", b)
 	}
-	// a's epoch is stale by one: share members are fenced on a mismatch.
+	// An epoch from the future is fenced; a is still at epoch 1 until it
+	// heartbeats (Kafka's members move to the new epoch one by one).
 	if r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 7}, md); !errors.Is(r.Err, kerr.FencedMemberEpoch) {
 		t.Fatalf("wrong epoch: %+v", r)
 	}
-	r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 2}, md)
-	if r.Err != nil || !r.HasAssignment || count(r.Assignment)+count(b.Assignment) != 5 {
+	if d, _ := c.Describe("g"); d.Members[0].MemberEpoch != 1 || d.Members[1].MemberEpoch != 2 {
+		t.Fatalf("epochs before a heartbeats: %+v", d.Members)
+	}
+	r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 1}, md)
+	if r.Err != nil || !r.HasAssignment || r.MemberEpoch != 2 || !r.Changed || count(r.Assignment)+count(b.Assignment) != 5 {
 		t.Fatalf("a hears its new share: %+v (b has %v)", r, b.Assignment)
 	}
+	// The answer that moved a to epoch 2 may have been lost: its
+	// previous epoch is accepted and answered with the assignment.
+	if r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 1}, md); r.Err != nil || r.MemberEpoch != 2 || !r.HasAssignment || r.Changed {
+		t.Fatalf("a at its previous epoch: %+v", r)
+	}
+	if r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 0}, md); !errors.Is(r.Err, kerr.InvalidRequest) {
+		t.Fatalf("rejoin without topics: %+v", r)
+	}
 	// Nothing changed: no assignment in the answer.
-	if r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 2}, md); r.Err != nil || r.HasAssignment {
+	if r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 2}, md); r.Err != nil || r.HasAssignment || r.Changed {
 		t.Fatalf("steady heartbeat: %+v", r)
 	}
 	// More members than partitions: every member gets one, shared.
@@ -95,7 +108,7 @@ func TestHeartbeatValidation(t *testing.T) {
 		{HeartbeatRequest{Group: "g", SubscribedTopicNames: []string{"q"}}, kerr.InvalidRequest},
 		{HeartbeatRequest{Group: "g", MemberID: "a"}, kerr.InvalidRequest},
 		{HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: -2}, kerr.InvalidRequest},
-		{HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 3}, kerr.UnknownMemberID},
+		{HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 3}, kerr.GroupIDNotFound},
 		{HeartbeatRequest{Group: "classic", MemberID: "a", SubscribedTopicNames: []string{"q"}}, kerr.GroupIDNotFound},
 	} {
 		if r := c.Heartbeat(tc.req, md); !errors.Is(r.Err, tc.want) {
@@ -169,5 +182,49 @@ func TestDeleteTopicDropsStates(t *testing.T) {
 	}
 	if c.Existing(k1) != nil || c.Existing(k2) == nil {
 		t.Fatalf("after deleting topic 1: %v %v", c.Existing(k1), c.Existing(k2))
+	}
+}
+
+// TestRecordRestore takes a group's record and restores it in a new
+// coordinator: the members come back with their epochs and assignments,
+// heartbeat at their epochs without rejoining and without a new
+// assignment; a record whose topics do not match its hash has them
+// recomputed at the next heartbeat.
+func TestRecordRestore(t *testing.T) {
+	c := testCoordinator(t, nil)
+	md := fakeTopics{"q": {Name: "q", ID: TopicID{1}, Partitions: 4}}
+	rack := "r1"
+	c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", Rack: &rack, SubscribedTopicNames: []string{"q"}, ClientID: "ca", ClientHost: "/h"}, md)
+	b := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "b", SubscribedTopicNames: []string{"q"}, ClientID: "cb", ClientHost: "/h"}, md)
+	rec, ok := c.Record("g")
+	if !ok || rec.Epoch != 2 || rec.AssignmentEpoch != 2 || len(rec.Members) != 2 || len(rec.Topics) != 1 ||
+		rec.Members[0].Epoch != 1 || rec.Members[1].Epoch != 2 || rec.Members[1].PreviousEpoch != 0 || rec.Members[0].Rack != "r1" {
+		t.Fatalf("record %+v", rec)
+	}
+	before, _ := c.Describe("g")
+
+	d := testCoordinator(t, nil)
+	d.Restore(rec)
+	after, _ := d.Describe("g")
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("restored %+v, want %+v", after, before)
+	}
+	r := d.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "b", MemberEpoch: b.MemberEpoch, ClientID: "cb", ClientHost: "/h"}, md)
+	if r.Err != nil || r.MemberEpoch != 2 || r.HasAssignment || r.Changed {
+		t.Fatalf("b after the restore: %+v", r)
+	}
+	r = d.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 1, ClientID: "ca", ClientHost: "/h"}, md)
+	if r.Err != nil || r.MemberEpoch != 2 || !r.HasAssignment || count(r.Assignment)+count(b.Assignment) != 4 {
+		t.Fatalf("a after the restore: %+v", r)
+	}
+	if _, ok := d.Record("nope"); ok {
+		t.Fatal("record of a group that does not exist")
+	}
+
+	rec.MetadataHash++
+	e := testCoordinator(t, nil)
+	e.Restore(rec)
+	if r := e.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "b", MemberEpoch: 2, ClientID: "cb", ClientHost: "/h"}, md); r.Err != nil || r.MemberEpoch != 3 || !r.Changed {
+		t.Fatalf("b after restoring a record with a wrong hash: %+v", r)
 	}
 }

@@ -257,6 +257,35 @@ func (p *Partition) Acknowledge(member string, first, last int64, types []int8, 
 	return nil
 }
 
+// ArchiveAvailable archives the Available records of [first, last] that
+// the window can hold: records of an aborted transaction, which a
+// read_committed share group never delivers (Kafka's SharePartition
+// archives them as it acquires). Records in another state are left as
+// they are. It reports whether any record was archived.
+func (p *Partition) ArchiveAvailable(first, last int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	changed := false
+	for o := max(first, p.mu.start); o <= last; o++ {
+		i := int(o - p.mu.start)
+		if i >= p.maxLocks {
+			break
+		}
+		for len(p.mu.recs) <= i {
+			p.mu.recs = append(p.mu.recs, inflight{})
+		}
+		if r := &p.mu.recs[i]; r.state == Available {
+			*r = inflight{state: Archived, deliveries: r.deliveries}
+			changed = true
+		}
+	}
+	if changed {
+		p.mu.version++
+		p.advanceLocked()
+	}
+	return changed
+}
+
 // ReleaseMember releases every record member holds, as when it leaves the
 // group or closes its share session: they become Available at once rather
 // than when their locks expire.

@@ -24,12 +24,10 @@ type Store struct {
 	lg  *zap.Logger
 	mu  struct {
 		sync.Mutex
-		closed bool
 		// states are the durable states, the latest of each key.
 		states map[Key]PartitionState
 	}
-	stop chan struct{}
-	wg   sync.WaitGroup
+	loops coordlog.Loops
 }
 
 // OpenStore loads the share-partition states from dir's snapshot and the
@@ -39,7 +37,7 @@ func OpenStore(dir string, ps *partition.Store, parts []*partition.Partition, sn
 	if lg == nil {
 		lg = zap.NewNop()
 	}
-	s := &Store{lg: lg, stop: make(chan struct{})}
+	s := &Store{lg: lg}
 	s.mu.states = map[Key]PartitionState{}
 	start := time.Now()
 	l, ld, err := coordlog.Open(coordlog.Config{
@@ -51,8 +49,7 @@ func OpenStore(dir string, ps *partition.Store, parts []*partition.Partition, sn
 	s.log = l
 	lg.Info("share-group state loaded", zap.Int("partitions", len(s.mu.states)), zap.Bool("snapshot", ld.Snapshot),
 		zap.Int("replayed", ld.Replayed), zap.Duration("took", time.Since(start)))
-	s.wg.Add(1)
-	go s.snapshots(snapshotEvery)
+	s.loops.Go(func(stop <-chan struct{}) { s.snapshots(stop, snapshotEvery) })
 	return s, nil
 }
 
@@ -84,36 +81,21 @@ func (s *Store) Snapshot() error { return s.log.Snapshot() }
 
 // Close takes a last snapshot and stops the store.
 func (s *Store) Close() error {
-	if !s.stopLoops() {
+	if !s.loops.Stop(s.log.Close) {
 		return nil
 	}
 	return s.log.Snapshot()
 }
 
 // Abandon stops the store as a crash would: no last snapshot.
-func (s *Store) Abandon() { s.stopLoops() }
+func (s *Store) Abandon() { s.loops.Stop(s.log.Close) }
 
-func (s *Store) stopLoops() bool {
-	s.mu.Lock()
-	if s.mu.closed {
-		s.mu.Unlock()
-		return false
-	}
-	s.mu.closed = true
-	s.mu.Unlock()
-	s.log.Close()
-	close(s.stop)
-	s.wg.Wait()
-	return true
-}
-
-func (s *Store) snapshots(every time.Duration) {
-	defer s.wg.Done()
+func (s *Store) snapshots(stop <-chan struct{}, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-stop:
 			return
 		case <-t.C:
 			if err := s.log.Snapshot(); err != nil {
