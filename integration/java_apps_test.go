@@ -14,9 +14,13 @@ import (
 // kbroker binary: a Kafka Streams application under exactly_once_v2 whose
 // count store is restored from its compacted changelog, and a Kafka
 // Connect distributed worker (FileStreamSource -> topic -> FileStreamSink)
-// restarted with its compacted config, offset and status topics. The
+// restarted with its compacted config, offset and status topics; and two
+// instances of a Kafka Streams application with group.protocol=streams
+// (KIP-1071), whose tasks the broker assigns after creating the
+// repartition and changelog topics, then one after the other stops. The
 // broker runs with the cleaner acting within a second, so the applications
-// read back compacted topics. Skipped without java and mvn on PATH, in
+// read back compacted topics, and with streams-group heartbeats every
+// second, so rebalances settle quickly. Skipped without java and mvn on PATH, in
 // -short mode, or with KBROKER_SKIP_JAVA=1 (as test.sh's Java client
 // tests); Maven resolves its dependencies from Central into ~/.m2 (the
 // first run downloads them).
@@ -36,6 +40,12 @@ func TestJavaApps(t *testing.T) {
 		"log.cleaner.backoff.ms":          "200",
 		"log.cleaner.min.cleanable.ratio": "0.01",
 		"log.roll.ms":                     "100",
+
+		"group.streams.min.heartbeat.interval.ms":  "500",
+		"group.streams.heartbeat.interval.ms":      "1000",
+		"group.streams.min.session.timeout.ms":     "6000",
+		"group.streams.session.timeout.ms":         "10000",
+		"group.streams.initial.rebalance.delay.ms": "1000",
 	}))
 	module, err := filepath.Abs("java-apps")
 	if err != nil {

@@ -1,7 +1,6 @@
 package io.kbroker.apps;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -16,14 +15,12 @@ import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
-import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -58,7 +55,7 @@ class StreamsCountTest {
 
     produce(bootstrap, input, 2000, want);
     try (KafkaStreams app = start(bootstrap, id, input, output, stateDir)) {
-      awaitCounts(bootstrap, output, want, "first run");
+      Broker.awaitCounts(bootstrap, output, want, "first run");
     }
 
     // The changelog is compacted: DescribeConfigs says so, as Kafka would.
@@ -76,7 +73,7 @@ class StreamsCountTest {
     produce(bootstrap, input, 1000, want);
     try (KafkaStreams app = start(bootstrap, id, input, output, stateDir)) {
       // Without the restored store the counts would start again from 0.
-      awaitCounts(bootstrap, output, want, "after restore");
+      Broker.awaitCounts(bootstrap, output, want, "after restore");
     }
   }
 
@@ -137,31 +134,5 @@ class StreamsCountTest {
     KafkaStreams app = new KafkaStreams(b.build(), p);
     app.start();
     return app;
-  }
-
-  /** Reads the output (read_committed) until every key's latest count is the wanted one. */
-  private static void awaitCounts(String bootstrap, String topic, Map<String, Long> want, String what)
-      throws InterruptedException {
-    Map<String, Long> seen = new HashMap<>();
-    Properties p = new Properties();
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    p.put(ConsumerConfig.GROUP_ID_CONFIG, "reader-" + UUID.randomUUID());
-    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
-    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, LongDeserializer.class);
-    try (KafkaConsumer<String, Long> c = new KafkaConsumer<>(p)) {
-      c.subscribe(List.of(topic));
-      Broker.await(what + ": counts " + want, Duration.ofSeconds(90), () -> {
-        for (ConsumerRecord<String, Long> r : c.poll(Duration.ofMillis(200))) {
-          Long prev = seen.get(r.key());
-          // exactly_once_v2: a count never goes back and never skips past the truth.
-          assertTrue(prev == null || r.value() >= prev, "count of " + r.key() + " went back from " + prev + " to " + r.value());
-          assertTrue(r.value() <= want.get(r.key()), "count of " + r.key() + " is " + r.value() + ", more than produced");
-          seen.put(r.key(), r.value());
-        }
-        return seen.equals(want);
-      });
-    }
   }
 }

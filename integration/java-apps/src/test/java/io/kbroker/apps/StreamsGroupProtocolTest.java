@@ -1,10 +1,9 @@
-package io.kbroker.streams;
+package io.kbroker.apps;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -12,22 +11,16 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.UUID;
-import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.StreamsGroupDescription;
 import org.apache.kafka.clients.admin.StreamsGroupMemberDescription;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupType;
-import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -80,7 +73,7 @@ class StreamsGroupProtocolTest {
       boolean listed = admin.listGroups(new ListGroupsOptions().withTypes(Set.of(GroupType.STREAMS))).all().get()
           .stream().map(GroupListing::groupId).anyMatch(id::equals);
       assertTrue(listed, "ListGroups of type streams lists " + id);
-      awaitCounts(bootstrap, output, want, "two instances");
+      Broker.awaitCounts(bootstrap, output, want, "two instances");
 
       // One instance leaves: the other takes over every task.
       b.close(Duration.ofSeconds(20));
@@ -90,7 +83,7 @@ class StreamsGroupProtocolTest {
             && d.groupState().toString().equalsIgnoreCase("Stable");
       });
       produce(bootstrap, input, 1000, want);
-      awaitCounts(bootstrap, output, want, "one instance");
+      Broker.awaitCounts(bootstrap, output, want, "one instance");
     }
   }
 
@@ -145,30 +138,5 @@ class StreamsGroupProtocolTest {
     KafkaStreams app = new KafkaStreams(b.build(), p);
     app.start();
     return app;
-  }
-
-  /** Reads the output (read_committed) until every key's latest count is the wanted one. */
-  private static void awaitCounts(String bootstrap, String topic, Map<String, Long> want, String what)
-      throws InterruptedException {
-    Map<String, Long> seen = new HashMap<>();
-    Properties p = new Properties();
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    p.put(ConsumerConfig.GROUP_ID_CONFIG, "reader-" + UUID.randomUUID());
-    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
-    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, LongDeserializer.class);
-    try (KafkaConsumer<String, Long> c = new KafkaConsumer<>(p)) {
-      c.subscribe(List.of(topic));
-      Broker.await(what + ": counts", Duration.ofSeconds(60), () -> {
-        for (ConsumerRecord<String, Long> r : c.poll(Duration.ofMillis(200))) {
-          Long prev = seen.get(r.key());
-          assertTrue(prev == null || r.value() >= prev, "count of " + r.key() + " went back from " + prev + " to " + r.value());
-          assertTrue(r.value() <= want.get(r.key()), "count of " + r.key() + " is " + r.value() + ", more than produced");
-          seen.put(r.key(), r.value());
-        }
-        return seen.equals(want);
-      });
-    }
   }
 }
