@@ -151,6 +151,9 @@ type GroupInfo struct {
 	// Share is the group as its share-group (KIP-932) records describe
 	// it, nil without any: such a group is a share group.
 	Share *ShareGroup
+	// Streams is the group as its streams-group (KIP-1071) records
+	// describe it, nil without any: such a group is a streams group.
+	Streams *StreamsGroup
 }
 
 // Groups lists the groups with offsets or metadata, sorted by id. A
@@ -161,7 +164,7 @@ func (s *Store) Groups() []GroupInfo {
 	out := make([]GroupInfo, 0, len(s.mu.groups))
 	metas := make([][]byte, 0, len(s.mu.groups))
 	for id, g := range s.mu.groups {
-		out = append(out, GroupInfo{Group: id, ProtocolType: g.protocolType, Generation: g.generation, Consumer: s.consumerGroupLocked(id, g), Share: s.shareGroupLocked(id, g)})
+		out = append(out, GroupInfo{Group: id, ProtocolType: g.protocolType, Generation: g.generation, Consumer: s.consumerGroupLocked(id, g), Share: s.shareGroupLocked(id, g), Streams: s.streamsGroupLocked(id, g)})
 		metas = append(metas, g.meta)
 	}
 	s.mu.Unlock()

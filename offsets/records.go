@@ -233,6 +233,22 @@ func decodeRec(key, value []byte) (r rec, ok bool, err error) {
 		}
 		r.cgValue = append([]byte(nil), value...)
 		return r, true, nil
+	case stMetadataType, stMemberMetadataType, stTargetMetadataType, stTargetMemberType, stCurrentAssignmentType, stTopologyType:
+		_, group, _, ok, err := parseSTKey(key)
+		if err != nil || !ok {
+			return rec{}, false, err
+		}
+		// Kept with the consumer-group records: encoded, by key.
+		r = rec{group: group, isCG: true, cgKey: string(key)}
+		if value == nil {
+			r.tombstone = true
+			return r, true, nil
+		}
+		if err := decodeSTValue(version, value); err != nil {
+			return rec{}, false, fmt.Errorf("streams group %s: %w", group, err)
+		}
+		r.cgValue = append([]byte(nil), value...)
+		return r, true, nil
 	}
 	return rec{}, false, nil
 }

@@ -34,18 +34,22 @@ func (c *Coordinator) List() []Overview {
 // Delete removes a group without members (DeleteGroups): found is false
 // when no streams group holds the id; a group with members is
 // NON_EMPTY_GROUP.
+// The deletion is recorded (the change hook) before it returns.
 func (c *Coordinator) Delete(id string) (found bool, err error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	g := c.groups[id]
 	if g == nil {
+		c.mu.Unlock()
 		return false, nil
 	}
 	if len(g.members) > 0 {
+		c.mu.Unlock()
 		return true, kerr.NonEmptyGroup
 	}
 	c.stopDelayLocked(g)
 	delete(c.groups, id)
+	c.mu.Unlock()
+	c.changed(id)
 	return true, nil
 }
 

@@ -18,6 +18,8 @@ type Coordinator struct {
 	createTopics func([]TopicInfo) error
 	groupConfigs func(group string) GroupConfig
 	now          func() time.Time
+	// onChange is the change hook (WithChangeHook).
+	onChange func(groupID string)
 
 	mu     sync.Mutex
 	groups map[string]*group
@@ -190,10 +192,23 @@ func (r *HeartbeatRequest) validate(regexes bool) error {
 // Heartbeat serves one StreamsGroupHeartbeat (GroupMetadataManager
 // .streamsGroupHeartbeat). sourceRegex reports whether the topology used
 // source topic regular expressions, which Kafka refuses.
+//
+// What the heartbeat changed is recorded (the change hook) before it
+// returns, so that the answer goes out after the write.
 func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metadata) HeartbeatResponse {
 	if err := req.validate(sourceRegex); err != nil {
 		return HeartbeatResponse{Err: err}
 	}
+	resp, known := c.heartbeat(req, md)
+	if known {
+		c.changed(req.Group)
+	}
+	return resp
+}
+
+// heartbeat serves a valid heartbeat; known is false when it found no
+// group to work on (nothing to record).
+func (c *Coordinator) heartbeat(req HeartbeatRequest, md Metadata) (_ HeartbeatResponse, known bool) {
 	// Internal topics are created before the heartbeat's own work, outside
 	// the lock: topic creation writes to disk.
 	if c.createTopics != nil && req.MemberEpoch >= 0 {
@@ -204,17 +219,15 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return HeartbeatResponse{Err: kerr.CoordinatorNotAvailable}
+		return HeartbeatResponse{Err: kerr.CoordinatorNotAvailable}, false
 	}
 	gc := c.groupConfig(req.Group)
 	g := c.groups[req.Group]
 	if g == nil {
 		if req.MemberEpoch != 0 {
-			// Kafka answers GROUP_ID_NOT_FOUND, which its clients take
-			// as fatal. Groups are not persisted here, so a member
-			// heartbeating to a group the broker lost in a restart is
-			// told it is unknown instead, and rejoins.
-			return HeartbeatResponse{Err: errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s: streams group %s not found.", req.MemberID, req.Group, req.Group)}
+			// Groups survive restarts (persist.go): a group that is
+			// not here was deleted, or never was.
+			return HeartbeatResponse{Err: errorf(kerr.GroupIDNotFound, "Streams group %s not found.", req.Group)}, false
 		}
 		g = newGroup(req.Group, c.now())
 		c.groups[req.Group] = g
@@ -225,9 +238,9 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 	}
 	switch {
 	case req.MemberEpoch == -1:
-		return c.leaveLocked(g, req)
+		return c.leaveLocked(g, req), true
 	case req.MemberEpoch == -2:
-		return c.staticLeaveLocked(g, req, gc)
+		return c.staticLeaveLocked(g, req, gc), true
 	}
 
 	m := g.members[req.MemberID]
@@ -252,7 +265,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 		if req.InstanceID != nil {
 			if old := g.staticMember(*req.InstanceID); old != nil {
 				if old.epoch != -2 {
-					return HeartbeatResponse{Err: errorf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s is not released.", old.id, *req.InstanceID)}
+					return HeartbeatResponse{Err: errorf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s is not released.", old.id, *req.InstanceID)}, true
 				}
 				// The static member comes back under a new member id
 				// and takes over its tasks without a rebalance
@@ -271,7 +284,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 		}
 		if m == nil {
 			if len(g.members) >= c.cfg.MaxSize {
-				return HeartbeatResponse{Err: errorf(kerr.GroupMaxSizeReached, "The streams group has reached its maximum capacity of %d members.", c.cfg.MaxSize)}
+				return HeartbeatResponse{Err: errorf(kerr.GroupMaxSizeReached, "The streams group has reached its maximum capacity of %d members.", c.cfg.MaxSize)}, true
 			}
 			m = &member{id: req.MemberID, assigned: emptyTasks(), pendingRevocation: emptyTasks()}
 			g.members[m.id] = m
@@ -279,13 +292,13 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 		}
 	} else {
 		if m == nil {
-			return HeartbeatResponse{Err: errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.Group)}
+			return HeartbeatResponse{Err: errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.Group)}, true
 		}
 		if err := checkEpoch(m, req.MemberEpoch, owned); err != nil {
-			return HeartbeatResponse{Err: err}
+			return HeartbeatResponse{Err: err}, true
 		}
 		if req.InstanceID != nil && m.instanceID != *req.InstanceID {
-			return HeartbeatResponse{Err: errorf(kerr.FencedInstanceID, "Member %s has instance id %s, not %s.", m.id, m.instanceID, *req.InstanceID)}
+			return HeartbeatResponse{Err: errorf(kerr.FencedInstanceID, "Member %s has instance id %s, not %s.", m.id, m.instanceID, *req.InstanceID)}, true
 		}
 	}
 
@@ -329,7 +342,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 			bump = true
 		case req.Topology.Epoch == g.topology.Epoch && !req.Topology.equal(g.topology):
 			return HeartbeatResponse{Err: errorf(kerr.StreamsInvalidTopologyEpoch,
-				"Topology epoch %d of member %s names a different topology than the group's with the same epoch.", req.Topology.Epoch, m.id)}
+				"Topology epoch %d of member %s names a different topology than the group's with the same epoch.", req.Topology.Epoch, m.id)}, true
 		}
 	}
 	if g.topology != nil {
@@ -397,7 +410,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metad
 		resp.HasEndpoints = true
 		resp.Endpoints = g.endpointPartitions()
 	}
-	return resp
+	return resp, true
 }
 
 func itoa(i int32) string { return formatInt(int64(i)) }

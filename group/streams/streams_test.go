@@ -270,9 +270,9 @@ func TestEpochValidation(t *testing.T) {
 			t.Fatalf("greater epoch: %v", r.Err)
 		}
 		a.epoch = good
-		// A group the broker does not know (lost in a restart): the
-		// member is told to rejoin.
-		if r := c.Heartbeat(HeartbeatRequest{Group: "nope", MemberID: "x", MemberEpoch: 1}, false, topics); !errors.Is(r.Err, kerr.UnknownMemberID) {
+		// A group the broker does not know: groups survive restarts,
+		// so it was deleted or never was (GROUP_ID_NOT_FOUND, as Kafka).
+		if r := c.Heartbeat(HeartbeatRequest{Group: "nope", MemberID: "x", MemberEpoch: 1}, false, topics); !errors.Is(r.Err, kerr.GroupIDNotFound) {
 			t.Fatalf("unknown group: %v", r.Err)
 		}
 		if r := c.Heartbeat(HeartbeatRequest{Group: "app", MemberID: "x", MemberEpoch: 1}, false, topics); !errors.Is(r.Err, kerr.UnknownMemberID) {

@@ -16,11 +16,13 @@ func (c *Coordinator) scheduleSessionLocked(g *group, m *member, d time.Duration
 	m.session = time.AfterFunc(d, func() {
 		defer c.wg.Done()
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		if c.closed || c.groups[g.id] != g || g.members[m.id] != m || m.sessionSeq != seq {
+			c.mu.Unlock()
 			return
 		}
 		c.removeLocked(g, m)
+		c.mu.Unlock()
+		c.changed(g.id)
 	})
 }
 
@@ -42,11 +44,13 @@ func (c *Coordinator) scheduleRebalanceLocked(g *group, m *member) {
 	m.rebalance = time.AfterFunc(max(m.rebalanceTimeout, 0), func() {
 		defer c.wg.Done()
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		if c.closed || c.groups[g.id] != g || g.members[m.id] != m || m.rebalanceSeq != seq || m.epoch != epoch || m.state != MemberUnrevokedTasks {
+			c.mu.Unlock()
 			return
 		}
 		c.removeLocked(g, m)
+		c.mu.Unlock()
+		c.changed(g.id)
 	})
 }
 
@@ -71,13 +75,15 @@ func (c *Coordinator) scheduleDelayEndLocked(g *group, d time.Duration) {
 	t := time.AfterFunc(d, func() {
 		defer c.wg.Done()
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		if c.closed || c.groups[g.id] != g || !g.delayed {
+			c.mu.Unlock()
 			return
 		}
 		g.delayed = false
 		g.delayTimer = nil
 		g.epoch++
+		c.mu.Unlock()
+		c.changed(g.id)
 	})
 	g.delayTimer = t
 }
