@@ -230,7 +230,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("broker: share group coordinator: %w", err)
 	}
 	if b.streamsCo, err = streams.New(cfg.streamsConfig(), streams.WithTopicCreator(b.createStreamsTopics),
-		streams.WithGroupConfigs(b.streamsGroupConfigFor)); err != nil {
+		streams.WithGroupConfigs(b.streamsGroupConfigFor), streams.WithChangeHook(b.onStreamsGroupChange)); err != nil {
 		b.shares.Close()
 		b.groups.Close()
 		store.Close()

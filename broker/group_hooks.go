@@ -49,13 +49,14 @@ func (b *Broker) groupOffsets(create bool) (*offsets.Store, error) {
 		return nil, err
 	}
 	for _, g := range s.Groups() {
-		if g.Share != nil {
+		switch {
+		case g.Share != nil:
 			b.shares.Restore(restoredShareGroup(g.Share))
-			continue
-		}
-		if g.Consumer != nil {
+		case g.Streams != nil:
+			b.streamsCo.Restore(restoredStreamsGroup(g.Streams), streamsMetadata{b})
+		case g.Consumer != nil:
 			b.groups.Consumer().Restore(restoredConsumerGroup(g.Consumer))
-		} else {
+		default:
 			b.groups.Restore(restoredGroup(g))
 		}
 	}
@@ -329,11 +330,14 @@ func clampMillis(d time.Duration) int32 {
 	return int32(min(d.Milliseconds(), math.MaxInt32))
 }
 
-// groupActive tells the offsets store whether a group, classic or
-// consumer, has members.
+// groupActive tells the offsets store whether a group, classic, consumer
+// or streams, has members.
 func (b *Broker) groupActive(groupID string) bool {
 	if b.groups.Consumer().Active(groupID) {
 		return true
+	}
+	if d, err := b.streamsCo.Describe(groupID); err == nil {
+		return len(d.Members) > 0
 	}
 	d, err := b.groups.Describe(groupID)
 	return err != nil || (d.State != group.Empty && d.State != group.Dead)

@@ -123,7 +123,7 @@ func (b *Broker) handleStreamsGroupHeartbeat(c *conn, req *kmsg.StreamsGroupHear
 	if r.MemberEpoch < 0 {
 		// Leaving: the rest stays at its defaults, as in Kafka.
 		resp.AcceptableRecoveryLag = -1
-		return respond(resp)
+		return b.streamsAnswerAfterWrite(req, resp)
 	}
 	resp.HeartbeatIntervalMillis = int32(r.HeartbeatInterval.Milliseconds())
 	resp.AcceptableRecoveryLagLegacy = int32(min(r.AcceptableRecoveryLag, 1<<31-1))
@@ -151,7 +151,18 @@ func (b *Broker) handleStreamsGroupHeartbeat(c *conn, req *kmsg.StreamsGroupHear
 			resp.PartitionsByUserEndpoint = append(resp.PartitionsByUserEndpoint, pe)
 		}
 	}
-	return respond(resp)
+	// Answered once the records the heartbeat changed are durable
+	// (group_writes.go), as Kafka answers after its append.
+	return b.streamsAnswerAfterWrite(req, resp)
+}
+
+// streamsAnswerAfterWrite answers resp once the group's latest append of
+// records is durable; if it failed, the answer is that error alone.
+func (b *Broker) streamsAnswerAfterWrite(req *kmsg.StreamsGroupHeartbeatRequest, resp *kmsg.StreamsGroupHeartbeatResponse) (result, error) {
+	return b.answerAfterGroupWrite(req.Group, resp, func(code int16) {
+		*resp = *req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+		resp.ErrorCode = code
+	})
 }
 
 func topicInfos(ts []kmsg.TopicInfo) []streams.TopicInfo {

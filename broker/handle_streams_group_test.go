@@ -204,10 +204,11 @@ func TestStreamsGroupInitialRebalanceDelay(t *testing.T) {
 	}
 }
 
-// TestStreamsGroupAfterRestart: streams groups are not persisted, so
-// after a restart a member's heartbeat is UNKNOWN_MEMBER_ID (it rejoins,
-// rather than failing on Kafka's GROUP_ID_NOT_FOUND); the rejoin gets the
-// tasks again and the group's committed offsets are still there.
+// TestStreamsGroupAfterRestart: a streams group survives a restart with
+// its epochs and tasks: its members' heartbeats at their member epochs go
+// on without a rebalance, a member that leaves frees its tasks for the
+// other, the group's committed offsets are still there, and after the
+// group is deleted and the broker restarts again it is GROUP_ID_NOT_FOUND.
 func TestStreamsGroupAfterRestart(t *testing.T) {
 	t.Parallel()
 	rs := newRestartable(t, func(c *Config) { c.GroupStreamsInitialRebalanceDelay = 0 })
@@ -229,17 +230,76 @@ func TestStreamsGroupAfterRestart(t *testing.T) {
 	if code := adminRequest[*kmsg.OffsetCommitResponse](t, srv, commit).Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
 	}
+	// A second member joins and takes half the tasks (m1 revokes first).
+	r2 := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, streamsJoin("app", "m2", "p2"))
+	if r2.ErrorCode != 0 {
+		t.Fatalf("join m2: %v", kerr.ErrorForCode(r2.ErrorCode))
+	}
+	owned := map[string][]kmsg.TaskIDs{"m1": r.ActiveTasks, "m2": r2.ActiveTasks}
+	epochs := map[string]int32{"m1": r.MemberEpoch, "m2": r2.MemberEpoch}
+	beat := func(srv *InProcess, member string) *kmsg.StreamsGroupHeartbeatResponse {
+		t.Helper()
+		b := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		b.Version = 1
+		b.Group, b.MemberID, b.MemberEpoch, b.EndpointInformationEpoch = "app", member, epochs[member], -1
+		b.ActiveTasks, b.StandbyTasks, b.WarmupTasks = owned[member], []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		resp := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, b)
+		if resp.ErrorCode == 0 {
+			epochs[member] = resp.MemberEpoch
+			if resp.ActiveTasks != nil {
+				owned[member] = resp.ActiveTasks
+			}
+		}
+		return resp
+	}
+	count := func(ts []kmsg.TaskIDs) (n int) {
+		for _, tk := range ts {
+			n += len(tk.Partitions)
+		}
+		return n
+	}
+	for range 3 {
+		for _, m := range []string{"m1", "m2"} {
+			if resp := beat(srv, m); resp.ErrorCode != 0 {
+				t.Fatalf("heartbeat %s: %v", m, kerr.ErrorForCode(resp.ErrorCode))
+			}
+		}
+	}
+	if count(owned["m1"]) != 2 || count(owned["m2"]) != 2 {
+		t.Fatalf("tasks before the restart: %+v", owned)
+	}
+	before := epochs["m1"]
 
 	srv = rs.restart()
-	beat := kmsg.NewPtrStreamsGroupHeartbeatRequest()
-	beat.Group, beat.MemberID, beat.MemberEpoch = "app", "m1", r.MemberEpoch
-	if b := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, beat); b.ErrorCode != kerr.UnknownMemberID.Code {
-		t.Fatalf("heartbeat after restart: %v", kerr.ErrorForCode(b.ErrorCode))
+	for _, m := range []string{"m1", "m2"} {
+		was := epochs[m]
+		tasks := owned[m]
+		resp := beat(srv, m)
+		if resp.ErrorCode != 0 || resp.MemberEpoch != was || (resp.ActiveTasks != nil && count(resp.ActiveTasks) != count(tasks)) {
+			t.Fatalf("heartbeat of %s after restart: %v epoch %d (was %d) tasks %+v (had %+v)",
+				m, kerr.ErrorForCode(resp.ErrorCode), resp.MemberEpoch, was, resp.ActiveTasks, tasks)
+		}
 	}
-	r = adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, streamsJoin("app", "m1", "p1"))
-	if r.ErrorCode != 0 || len(r.ActiveTasks) != 2 {
-		t.Fatalf("rejoin: %d %+v", r.ErrorCode, r.ActiveTasks)
+	d := kmsg.NewPtrStreamsGroupDescribeRequest()
+	d.Groups = []string{"app"}
+	if g := adminRequest[*kmsg.StreamsGroupDescribeResponse](t, srv, d).Groups[0]; g.ErrorCode != 0 || g.State != "Stable" || g.Epoch != before || len(g.Members) != 2 {
+		t.Fatalf("describe after restart: %v %s epoch %d (want %d), %d members", kerr.ErrorForCode(g.ErrorCode), g.State, g.Epoch, before, len(g.Members))
 	}
+	// m2 leaves: m1 gets everything, as before the restart.
+	leave := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	leave.Group, leave.MemberID, leave.MemberEpoch = "app", "m2", -1
+	if resp := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, leave); resp.ErrorCode != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	for range 3 {
+		if resp := beat(srv, "m1"); resp.ErrorCode != 0 {
+			t.Fatalf("heartbeat m1: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+	}
+	if count(owned["m1"]) != 4 {
+		t.Fatalf("m1 owns %+v after m2 left, want all 4 tasks", owned["m1"])
+	}
+	r.MemberEpoch = epochs["m1"]
 	fetch := kmsg.NewPtrOffsetFetchRequest()
 	fetch.Version = 9
 	g := kmsg.NewOffsetFetchRequestGroup()
@@ -249,5 +309,19 @@ func TestStreamsGroupAfterRestart(t *testing.T) {
 	f := adminRequest[*kmsg.OffsetFetchResponse](t, srv, fetch)
 	if fg := f.Groups[0]; fg.ErrorCode != 0 || len(fg.Topics) != 1 || fg.Topics[0].Partitions[0].Offset != 7 {
 		t.Fatalf("offsets after restart: %+v", fg)
+	}
+
+	leave.MemberID = "m1"
+	if resp := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, leave); resp.ErrorCode != 0 {
+		t.Fatalf("leave m1: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"app"}
+	if code := adminRequest[*kmsg.DeleteGroupsResponse](t, srv, del).Groups[0].ErrorCode; code != 0 {
+		t.Fatalf("delete: %v", kerr.ErrorForCode(code))
+	}
+	srv = rs.restart()
+	if resp := beat(srv, "m1"); resp.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("heartbeat to the deleted group after restart: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
 }
