@@ -41,7 +41,10 @@ func FuzzConsumerGroupValue(f *testing.F) {
 		if err != nil || !ok || !got.isCG || got.tombstone {
 			return
 		}
-		typ, group, member, _, _ := parseCGKey(key)
+		typ, group, member, isCG, _ := parseCGKey(key)
+		if !isCG {
+			return // a streams-group record: FuzzStreamsGroupValue
+		}
 		decode := func(v []byte) (ConsumerGroup, ConsumerMember) {
 			cg := ConsumerGroup{Group: group}
 			mm := ConsumerMember{MemberID: member}
