@@ -2,7 +2,8 @@
 // the way Kafka keeps them: as records of the internal topic
 // __consumer_offsets, in Kafka's own key and value formats
 // (OffsetCommitKey/Value, GroupMetadataKey/Value, and the ConsumerGroup*
-// records of KIP-848 groups in consumer_records.go), so that a tool
+// records of KIP-848 groups in consumer_records.go, the StreamsGroup*
+// records of KIP-1071 groups in streams_records.go), so that a tool
 // reading the topic sees what it would see on Kafka. The store keeps the
 // last group records of every group and hands them back at start-up
 // (Groups), so that the coordinators restore groups with their members.

@@ -75,10 +75,11 @@
 //
 // # Where this differs from Kafka
 //
-//   - Groups are not persisted (Kafka writes StreamsGroup* records to
-//     __consumer_offsets): after a restart members rejoin. A heartbeat at
-//     a non-zero epoch to an unknown group is therefore UNKNOWN_MEMBER_ID
-//     (rejoin), where Kafka says GROUP_ID_NOT_FOUND.
+//   - Groups are persisted as Kafka's StreamsGroup* records through the
+//     change hook (persist.go; the broker writes them), but the topics'
+//     metadata hash is not kept: Restore configures the topology against
+//     the topics present instead. The endpoint-information epoch starts
+//     again after a restart.
 //   - Internal topics are created synchronously within the heartbeat.
 //   - The assignor is sticky and balanced like Kafka's but its own
 //     algorithm; it assigns no warm-up tasks and ignores task offsets and
