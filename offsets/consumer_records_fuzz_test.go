@@ -43,7 +43,7 @@ func FuzzConsumerGroupValue(f *testing.F) {
 		}
 		typ, group, member, isCG, _ := parseCGKey(key)
 		if !isCG {
-			return // a streams-group record: FuzzStreamsGroupValue
+			return // a share- or streams-group record: their own fuzz targets
 		}
 		decode := func(v []byte) (ConsumerGroup, ConsumerMember) {
 			cg := ConsumerGroup{Group: group}

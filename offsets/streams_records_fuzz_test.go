@@ -14,21 +14,21 @@ func FuzzStreamsGroupValue(f *testing.F) {
 		f.Add([]byte(k), v)
 	}
 	// An endpoint with a bad presence byte, a huge array length.
-	f.Add([]byte(sgKey(sgMemberMetadataType, "g", "m")), []byte{0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 7, 1})
-	f.Add([]byte(sgKey(sgTopologyType, "g", "")), []byte{0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte(stKey(stMemberMetadataType, "g", "m")), []byte{0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 7, 1})
+	f.Add([]byte(stKey(stTopologyType, "g", "")), []byte{0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		got, ok, err := decodeRec(key, value)
 		if err != nil || !ok || !got.isCG || got.tombstone {
 			return
 		}
-		typ, group, member, isSG, _ := parseSGKey(key)
+		typ, group, member, isSG, _ := parseSTKey(key)
 		if !isSG {
 			return // a consumer-group record: FuzzConsumerGroupValue
 		}
 		decode := func(v []byte) (StreamsGroup, StreamsMember) {
 			sg := StreamsGroup{Group: group}
 			mm := StreamsMember{MemberID: member}
-			if err := applySGValue(&sg, typ, func() *StreamsMember { return &mm }, v); err != nil {
+			if err := applySTValue(&sg, typ, func() *StreamsMember { return &mm }, v); err != nil {
 				t.Fatalf("accepted value %x does not decode: %v", v, err)
 			}
 			return sg, mm
@@ -37,7 +37,7 @@ func FuzzStreamsGroupValue(f *testing.F) {
 		enc := sg
 		mm.hasMetadata = true
 		enc.Members = []StreamsMember{mm}
-		if typ == sgTopologyType && enc.Topology == nil {
+		if typ == stTopologyType && enc.Topology == nil {
 			t.Fatal("topology record decoded without a topology")
 		}
 		again, ok := streamsGroupRecords(&enc)[string(key)]

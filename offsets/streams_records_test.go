@@ -69,11 +69,11 @@ func TestStreamsGroupRecordsRoundTrip(t *testing.T) {
 		t.Fatalf("topology decoded as %+v", got.Topology)
 	}
 	// The records of a streams group are not a consumer group's.
-	if withoutStreamsRecords(recs) != nil {
+	if len(ofTypes(recs, isConsumerType)) != 0 || len(ofTypes(recs, isShareType)) != 0 {
 		t.Fatal("streams records taken for consumer-group records")
 	}
 	// A member whose metadata record is missing is not a member.
-	delete(recs, sgKey(sgMemberMetadataType, "app", "m2"))
+	delete(recs, stKey(stMemberMetadataType, "app", "m2"))
 	got, _ = streamsGroupOf("app", recs)
 	if len(got.Members) != 1 || got.Members[0].MemberID != "m1" {
 		t.Fatalf("members without m2's metadata: %+v", got.Members)
@@ -102,16 +102,16 @@ func TestRecordStreamsGroup(t *testing.T) {
 		e.commit("sync-point", c("x", 0, 0))
 		return int(p.HighWatermark() - hw - 1)
 	}
-	if n := count(func() { e.s.RecordStreamsGroup("app", sg) }); n != 9 {
+	if n := count(func() { e.s.RecordStreamsGroup("app", sg, nil) }); n != 9 {
 		t.Fatalf("first record: %d records written, want 9", n)
 	}
-	if n := count(func() { e.s.RecordStreamsGroup("app", sg) }); n != 0 {
+	if n := count(func() { e.s.RecordStreamsGroup("app", sg, nil) }); n != 0 {
 		t.Fatalf("unchanged group: %d records written, want 0", n)
 	}
 	changed := *seedStreamsGroup()
 	changed.Epoch = 8
 	changed.Members = changed.Members[:1] // m2 left
-	if n := count(func() { e.s.RecordStreamsGroup("app", &changed) }); n != 4 {
+	if n := count(func() { e.s.RecordStreamsGroup("app", &changed, nil) }); n != 4 {
 		t.Fatalf("epoch bump and a member gone: %d records written, want 4 (epoch, 3 tombstones)", n)
 	}
 	for _, crash := range []bool{true, false} {
@@ -129,10 +129,10 @@ func TestRecordStreamsGroup(t *testing.T) {
 			t.Fatalf("after a restart (crash %v): got %+v, want %+v", crash, got, changed)
 		}
 	}
-	if n := count(func() { e.s.RecordStreamsGroup("app", &changed) }); n != 0 {
+	if n := count(func() { e.s.RecordStreamsGroup("app", &changed, nil) }); n != 0 {
 		t.Fatalf("unchanged group after a restart: %d records written, want 0", n)
 	}
-	if n := count(func() { e.s.RecordStreamsGroup("app", nil) }); n != 6 {
+	if n := count(func() { e.s.RecordStreamsGroup("app", nil, nil) }); n != 6 {
 		t.Fatalf("deleted group: %d records written, want 6 tombstones", n)
 	}
 	e.restart(true)
