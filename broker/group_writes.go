@@ -8,10 +8,10 @@ import (
 
 // Group membership requests are answered once the group records they
 // caused are durable, as Kafka's coordinator answers JoinGroup, SyncGroup,
-// LeaveGroup and ConsumerGroupHeartbeat after its append: a member never
-// acts on a generation, epoch or assignment that a crash could take back.
-// The coordinators report changes through hooks (onGroupState,
-// onConsumerGroupChange) that append the records without waiting; each
+// LeaveGroup, ConsumerGroupHeartbeat and StreamsGroupHeartbeat after its
+// append: a member never acts on a generation, epoch or assignment that a
+// crash could take back. The coordinators report changes through hooks
+// (onGroupState, onConsumerGroupChange, onStreamsGroupChange) that append the records without waiting; each
 // append is registered here as its group's latest write, and a handler
 // whose request may have caused one makes its answer wait for it
 // (afterGroupWrite). Appends of one group go to one partition and finish
