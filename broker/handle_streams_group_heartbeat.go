@@ -39,23 +39,6 @@ func (b *Broker) handleStreamsGroupHeartbeat(c *conn, req *kmsg.StreamsGroupHear
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return respond(resp)
 	}
-	if req.Group != "" && !b.streamsCo.Has(req.Group) {
-		switch d, err := b.groups.Describe(req.Group); {
-		case b.shares.Has(req.Group) || b.groups.Consumer().Exists(req.Group) || err == nil && d.State != group.Dead && d.State != group.Empty:
-			resp.ErrorCode = kerr.GroupIDNotFound.Code
-			resp.ErrorMessage = kmsg.StringPtr("Group " + req.Group + " is not a streams group.")
-			return respond(resp)
-		case err == nil && d.State == group.Empty && req.MemberEpoch == 0:
-			// An Empty classic group (maybe only committed offsets,
-			// as after a restart) gives way, its offsets kept, as
-			// Kafka's maybeDeleteEmptyClassicGroup.
-			if derr := b.groups.Delete(req.Group); derr == nil {
-				if s, _ := b.groupOffsets(false); s != nil {
-					s.DeleteGroupMetadata(req.Group)
-				}
-			}
-		}
-	}
 	hr := streams.HeartbeatRequest{
 		Group:                    req.Group,
 		MemberID:                 req.MemberID,
@@ -112,6 +95,17 @@ func (b *Broker) handleStreamsGroupHeartbeat(c *conn, req *kmsg.StreamsGroupHear
 			hr.ClientTags[i] = streams.KV{Key: t.Key, Value: t.Value}
 		}
 	}
+	// The request is checked before the group's type, as Kafka does.
+	if err := hr.Validate(regex); err != nil {
+		resp.ErrorCode = errorCode(err)
+		resp.ErrorMessage = errorMessage(err)
+		return respond(resp)
+	}
+	if msg := b.streamsGroupIDTaken(req); msg != "" {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		resp.ErrorMessage = kmsg.StringPtr(msg)
+		return respond(resp)
+	}
 	r := b.streamsCo.Heartbeat(hr, regex, streamsMetadata{b})
 	if r.Err != nil {
 		resp.ErrorCode = errorCode(r.Err)
@@ -154,6 +148,27 @@ func (b *Broker) handleStreamsGroupHeartbeat(c *conn, req *kmsg.StreamsGroupHear
 	// Answered once the records the heartbeat changed are durable
 	// (group_writes.go), as Kafka answers after its append.
 	return b.streamsAnswerAfterWrite(req, resp)
+}
+
+// streamsGroupIDTaken says why req's group id cannot be a streams group
+// (another type of group has it), or "". An Empty classic group, maybe
+// with only committed offsets as after a restart, gives way to a joining
+// member with its offsets kept, as Kafka's maybeDeleteEmptyClassicGroup.
+func (b *Broker) streamsGroupIDTaken(req *kmsg.StreamsGroupHeartbeatRequest) string {
+	if req.Group == "" || b.streamsCo.Has(req.Group) {
+		return ""
+	}
+	switch d, err := b.groups.Describe(req.Group); {
+	case b.shares.Has(req.Group) || b.groups.Consumer().Exists(req.Group) || err == nil && d.State != group.Dead && d.State != group.Empty:
+		return "Group " + req.Group + " is not a streams group."
+	case err == nil && d.State == group.Empty && req.MemberEpoch == 0:
+		if derr := b.groups.Delete(req.Group); derr == nil {
+			if s, _ := b.groupOffsets(false); s != nil {
+				s.DeleteGroupMetadata(req.Group)
+			}
+		}
+	}
+	return ""
 }
 
 // streamsAnswerAfterWrite answers resp once the group's latest append of

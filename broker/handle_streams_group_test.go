@@ -162,6 +162,12 @@ func TestStreamsGroupNamespaceAndErrors(t *testing.T) {
 	if r.ErrorCode != kerr.GroupIDNotFound.Code || r.ErrorMessage == nil || *r.ErrorMessage != "Group cg is not a streams group." {
 		t.Fatalf("streams join of a consumer group: %d %v", r.ErrorCode, r.ErrorMessage)
 	}
+	// An invalid request is answered as such before the id's type is
+	// looked at, as Kafka does.
+	r = adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, streamsJoin("cg", "", "p1"))
+	if r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("streams join of a consumer group without member id: %v, want INVALID_REQUEST", kerr.ErrorForCode(r.ErrorCode))
+	}
 	// Missing source topic: a status, no tasks, no error.
 	r = adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, streamsJoin("app", "m1", "p1"))
 	if r.ErrorCode != 0 || len(r.Status) != 1 || r.Status[0].StatusCode != 1 || r.Status[0].StatusDetail != "Source topics in are missing." {

@@ -9,8 +9,9 @@ import (
 // streamsDiffSteps compares streams groups (KIP-1071): request checks,
 // a join whose source topic is missing, fencing, describe and leave.
 func streamsDiffSteps(run string) []diffStep {
-	group := "sg-" + run
-	in := "sg-in-" + run
+	group := "stg-" + run
+	in := "stg-in-" + run
+	shareGroup := "sg-" + run // the share sequence's group (diff_share_test.go)
 	oneVersion := func(lo, hi int16) []int16 { return []int16{hi} }
 	join := func(member string) func(*diffSide, int16) kmsg.Request {
 		return func(_ *diffSide, _ int16) kmsg.Request {
@@ -41,10 +42,20 @@ func streamsDiffSteps(run string) []diffStep {
 			return r
 		}
 	}
+	joinAs := func(id string, member string) func(*diffSide, int16) kmsg.Request {
+		return func(s *diffSide, v int16) kmsg.Request {
+			r := join(member)(s, v).(*kmsg.StreamsGroupHeartbeatRequest)
+			r.Group = id
+			return r
+		}
+	}
 	return []diffStep{
 		awaitCoordinator(group, 0),
 		awaitGroupLoaded(group),
 		{name: "streams join without member id", req: join(""), versions: oneVersion},
+		// The share sequence may or may not have made its group yet: the
+		// request check comes first either way.
+		{name: "streams join without member id, a share group's id", req: joinAs(shareGroup, ""), versions: oneVersion},
 		{name: "streams describe unknown group", req: describe(group)},
 		{name: "streams join, source topic missing", req: join("m1"), versions: oneVersion},
 		{name: "streams heartbeat ahead of the member epoch", req: beat("m1", 99), versions: oneVersion},

@@ -140,10 +140,12 @@ type HeartbeatResponse struct {
 	HasEndpoints bool
 }
 
-// validate checks a heartbeat as GroupMetadataManager
+// Validate checks a heartbeat as GroupMetadataManager
 // .throwIfStreamsGroupHeartbeatRequestIsInvalid and
-// throwIfStreamsGroupHeartbeatRequestIsUsingUnsupportedFeatures do.
-func (r *HeartbeatRequest) validate(regexes bool) error {
+// throwIfStreamsGroupHeartbeatRequestIsUsingUnsupportedFeatures do;
+// Heartbeat checks again. The broker calls it first to answer a bad
+// request before it looks at the group id's type, as Kafka does.
+func (r *HeartbeatRequest) Validate(regexes bool) error {
 	empty := func(s *string) bool { return s != nil && *s == "" }
 	switch {
 	case regexes:
@@ -196,7 +198,7 @@ func (r *HeartbeatRequest) validate(regexes bool) error {
 // What the heartbeat changed is recorded (the change hook) before it
 // returns, so that the answer goes out after the write.
 func (c *Coordinator) Heartbeat(req HeartbeatRequest, sourceRegex bool, md Metadata) HeartbeatResponse {
-	if err := req.validate(sourceRegex); err != nil {
+	if err := req.Validate(sourceRegex); err != nil {
 		return HeartbeatResponse{Err: err}
 	}
 	resp, known := c.heartbeat(req, md)
