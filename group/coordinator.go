@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/group/grouperr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/group/consumer"
@@ -295,7 +297,7 @@ func (s classicSide) TakeOver(id string) (after func(), err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.mu.state != Empty {
-		return nil, consumer.NewError(kerr.GroupIDNotFound, fmt.Sprintf("Cannot upgrade classic group %s to consumer group because the online upgrade is not supported.", id))
+		return nil, grouperr.New(kerr.GroupIDNotFound, fmt.Sprintf("Cannot upgrade classic group %s to consumer group because the online upgrade is not supported.", id))
 	}
 	g.stopTimersLocked()
 	g.transitionLocked(Dead, &e)

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"github.com/kbroker/kbroker/group/grouperr"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -36,16 +37,16 @@ func (c *Coordinator) ValidateCommit(groupID, memberID string, instanceID *strin
 	}
 	m := g.mu.members[memberID]
 	if m == nil {
-		return true, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, groupID)
+		return true, grouperr.Errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, groupID)
 	}
 	if !transactional && version < 9 {
-		return true, errorf(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the modern group protocol")
+		return true, grouperr.Errorf(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the modern group protocol")
 	}
 	if epoch != m.epoch {
 		if transactional {
 			return true, kerr.IllegalGeneration
 		}
-		return true, errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
+		return true, grouperr.Errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
 	}
 	return true, nil
 }
@@ -75,10 +76,10 @@ func (c *Coordinator) ValidateFetch(groupID string, memberID *string, epoch int3
 	}
 	m := g.mu.members[id]
 	if m == nil {
-		return true, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, groupID)
+		return true, grouperr.Errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, groupID)
 	}
 	if epoch != m.epoch {
-		return true, errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
+		return true, grouperr.Errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
 	}
 	return true, nil
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/group/grouperr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -196,9 +198,9 @@ func (c *Coordinator) lockGroup(id string, create bool) (g *group, created bool,
 				classic := c.classic != nil && c.classic.Exists(id)
 				c.mu.Unlock()
 				if classic {
-					return nil, false, errorf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", id)
+					return nil, false, grouperr.Errorf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", id)
 				}
-				return nil, false, errorf(kerr.GroupIDNotFound, "Consumer group %s not found.", id)
+				return nil, false, grouperr.Errorf(kerr.GroupIDNotFound, "Consumer group %s not found.", id)
 			}
 			if c.classic != nil {
 				var err error

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kbroker/kbroker/group/grouperr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -87,7 +89,7 @@ func (c *Coordinator) Describe(groupID string, md Metadata) (Description, error)
 	g, _, err := c.lockGroup(groupID, false)
 	if err != nil {
 		if c.classic == nil || !c.classic.Exists(groupID) {
-			return Description{}, errorf(kerr.GroupIDNotFound, "Group %s not found.", groupID)
+			return Description{}, grouperr.Errorf(kerr.GroupIDNotFound, "Group %s not found.", groupID)
 		}
 		return Description{}, err
 	}

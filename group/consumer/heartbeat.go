@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kbroker/kbroker/group/grouperr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -105,7 +107,7 @@ func blank(s string) bool {
 // fields a heartbeat must or must not have, INVALID_REQUEST otherwise, and
 // a known server assignor (UNSUPPORTED_ASSIGNOR).
 func (c *Coordinator) validateHeartbeat(req *HeartbeatRequest) error {
-	invalid := func(msg string) error { return errorf(kerr.InvalidRequest, "%s", msg) }
+	invalid := func(msg string) error { return grouperr.Errorf(kerr.InvalidRequest, "%s", msg) }
 	if (req.Version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == LeaveEpoch) && blank(req.MemberID) {
 		return invalid("MemberId can't be empty.")
 	}
@@ -137,7 +139,7 @@ func (c *Coordinator) validateHeartbeat(req *HeartbeatRequest) error {
 		return invalid("MemberEpoch is invalid.")
 	}
 	if req.ServerAssignor != nil && !slices.Contains(c.cfg.Assignors, *req.ServerAssignor) {
-		return errorf(kerr.UnsupportedAssignor, "ServerAssignor %s is not supported. Supported assignors: %s.",
+		return grouperr.Errorf(kerr.UnsupportedAssignor, "ServerAssignor %s is not supported. Supported assignors: %s.",
 			*req.ServerAssignor, strings.Join(c.cfg.Assignors, ", "))
 	}
 	return nil
@@ -146,7 +148,7 @@ func (c *Coordinator) validateHeartbeat(req *HeartbeatRequest) error {
 // invalidRegex is INVALID_REGULAR_EXPRESSION with Kafka's message
 // (throwIfRegularExpressionIsInvalid).
 func invalidRegex(re string, err error) error {
-	return errorf(kerr.InvalidRegularExpression, "SubscribedTopicRegex `%s` is not a valid regular expression: %v.", re, err)
+	return grouperr.Errorf(kerr.InvalidRegularExpression, "SubscribedTopicRegex `%s` is not a valid regular expression: %v.", re, err)
 }
 
 // newMemberID returns a random id as Kafka's Uuid.randomUuid().toString()
@@ -226,7 +228,7 @@ type heartbeatPlan struct {
 func (g *group) updatedMemberLocked(req *HeartbeatRequest) (*heartbeatPlan, error) {
 	cfg := &g.c.cfg
 	if len(g.mu.members) >= cfg.MaxSize && (req.MemberID == "" || g.mu.members[req.MemberID] == nil) {
-		return nil, errorf(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", cfg.MaxSize)
+		return nil, grouperr.Errorf(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", cfg.MaxSize)
 	}
 	memberID := req.MemberID
 	if memberID == "" {
@@ -427,7 +429,7 @@ func (g *group) memberForHeartbeatLocked(req *HeartbeatRequest, memberID string,
 		old = g.mu.members[memberID]
 		if old == nil {
 			if !joining {
-				return nil, nil, nil, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
+				return nil, nil, nil, grouperr.Errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, g.id)
 			}
 			return newMember(memberID), nil, nil, nil
 		}
@@ -441,9 +443,9 @@ func (g *group) memberForHeartbeatLocked(req *HeartbeatRequest, memberID string,
 	if !joining {
 		switch {
 		case existing == nil:
-			return nil, nil, nil, errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", instanceID)
+			return nil, nil, nil, grouperr.Errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", instanceID)
 		case existing.id != memberID:
-			return nil, nil, nil, errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", memberID, instanceID, existing.id)
+			return nil, nil, nil, grouperr.Errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", memberID, instanceID, existing.id)
 		}
 		if err := validateEpoch(existing, req.MemberEpoch, owned); err != nil {
 			return nil, nil, nil, err
@@ -463,7 +465,7 @@ func (g *group) memberForHeartbeatLocked(req *HeartbeatRequest, memberID string,
 	// 0 and reconciles from there, so it gets its partitions back without
 	// a rebalance.
 	if existing.epoch != StaticLeaveEpoch {
-		return nil, nil, nil, errorf(kerr.UnreleasedInstanceID,
+		return nil, nil, nil, grouperr.Errorf(kerr.UnreleasedInstanceID,
 			"Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", memberID, instanceID, existing.id)
 	}
 	base = existing.clone()
@@ -491,9 +493,9 @@ func validateEpoch(m *member, received int32, owned Assignment) error {
 	case received == JoinEpoch:
 		return nil
 	case received > m.epoch:
-		return errorf(kerr.FencedMemberEpoch, "The consumer group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
+		return grouperr.Errorf(kerr.FencedMemberEpoch, "The consumer group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
 	case received < m.epoch && (received != m.previousEpoch || !ownedWithin(owned, m.assigned)):
-		return errorf(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
+		return grouperr.Errorf(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
 	}
 	return nil
 }

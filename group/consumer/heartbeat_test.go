@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/group/grouperr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/internal/testenv"
@@ -541,7 +543,7 @@ type fakeClassic struct {
 
 func (f *fakeClassic) TakeOver(id string) (func(), error) {
 	if f.busy[id] {
-		return nil, NewError(kerr.GroupIDNotFound, "busy")
+		return nil, grouperr.New(kerr.GroupIDNotFound, "busy")
 	}
 	delete(f.empty, id)
 	return nil, nil

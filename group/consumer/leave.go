@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"github.com/kbroker/kbroker/group/grouperr"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -28,7 +29,7 @@ func (g *group) leaveLocked(req *HeartbeatRequest) HeartbeatResponse {
 	if req.InstanceID == nil {
 		m := g.mu.members[req.MemberID]
 		if m == nil {
-			return heartbeatError(errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, g.id))
+			return heartbeatError(grouperr.Errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, g.id))
 		}
 		g.fenceLocked(m)
 		return resp
@@ -37,9 +38,9 @@ func (g *group) leaveLocked(req *HeartbeatRequest) HeartbeatResponse {
 	m := g.staticMemberLocked(instanceID)
 	switch {
 	case m == nil:
-		return heartbeatError(errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", instanceID))
+		return heartbeatError(grouperr.Errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", instanceID))
 	case m.id != req.MemberID:
-		return heartbeatError(errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", req.MemberID, instanceID, m.id))
+		return heartbeatError(grouperr.Errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", req.MemberID, instanceID, m.id))
 	}
 	if req.MemberEpoch == StaticLeaveEpoch {
 		// consumerGroupStaticMemberGroupLeave: epoch -2, nothing pending

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"github.com/kbroker/kbroker/group/grouperr"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -57,7 +58,7 @@ func (r *reconciler) build() (*member, error) {
 	}
 	// MemberUnknown.
 	if r.owned == nil || r.owned.size() > 0 {
-		return nil, errorf(kerr.FencedMemberEpoch, "The consumer group member is in a unknown state. The member must abandon all its partitions and rejoin.")
+		return nil, grouperr.Errorf(kerr.FencedMemberEpoch, "The consumer group member is in a unknown state. The member must abandon all its partitions and rejoin.")
 	}
 	return r.next(r.targetEpoch, m.assigned), nil
 }

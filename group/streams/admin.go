@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/kbroker/kbroker/group/grouperr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -75,16 +77,16 @@ func (c *Coordinator) ValidateCommit(groupID, memberID string, epoch int32, tran
 	}
 	m := g.members[memberID]
 	if m == nil {
-		return true, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, groupID)
+		return true, grouperr.Errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", memberID, groupID)
 	}
 	if !transactional && version < 9 {
-		return true, errorf(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the streams group protocol")
+		return true, grouperr.Errorf(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the streams group protocol")
 	}
 	if epoch != m.epoch {
 		if transactional {
 			return true, kerr.IllegalGeneration
 		}
-		return true, errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
+		return true, grouperr.Errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
 	}
 	return true, nil
 }
@@ -107,10 +109,10 @@ func (c *Coordinator) ValidateFetch(groupID string, memberID *string, epoch int3
 	}
 	m := g.members[id]
 	if m == nil {
-		return true, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, groupID)
+		return true, grouperr.Errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, groupID)
 	}
 	if epoch != m.epoch {
-		return true, errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
+		return true, grouperr.Errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
 	}
 	return true, nil
 }
@@ -145,7 +147,7 @@ func (c *Coordinator) Describe(id string) (Description, error) {
 	defer c.mu.Unlock()
 	g := c.groups[id]
 	if g == nil {
-		return Description{}, errorf(kerr.GroupIDNotFound, "Group %s not found.", id)
+		return Description{}, grouperr.Errorf(kerr.GroupIDNotFound, "Group %s not found.", id)
 	}
 	d := Description{Group: id, State: g.state(), Epoch: g.epoch, TargetEpoch: g.targetEpoch, TopologyEpoch: -1}
 	if g.topology != nil {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/group/grouperr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -149,44 +151,44 @@ func (r *HeartbeatRequest) Validate(regexes bool) error {
 	empty := func(s *string) bool { return s != nil && *s == "" }
 	switch {
 	case regexes:
-		return errorf(kerr.InvalidRequest, "Regular expressions for source topics are not supported yet.")
+		return grouperr.Errorf(kerr.InvalidRequest, "Regular expressions for source topics are not supported yet.")
 	case r.MemberID == "":
-		return errorf(kerr.InvalidRequest, "MemberId can't be empty.")
+		return grouperr.Errorf(kerr.InvalidRequest, "MemberId can't be empty.")
 	case r.Group == "":
-		return errorf(kerr.InvalidRequest, "GroupId can't be empty.")
+		return grouperr.Errorf(kerr.InvalidRequest, "GroupId can't be empty.")
 	case empty(r.InstanceID):
-		return errorf(kerr.InvalidRequest, "InstanceId can't be empty.")
+		return grouperr.Errorf(kerr.InvalidRequest, "InstanceId can't be empty.")
 	case empty(r.RackID):
-		return errorf(kerr.InvalidRequest, "RackId can't be empty.")
+		return grouperr.Errorf(kerr.InvalidRequest, "RackId can't be empty.")
 	}
 	switch {
 	case r.MemberEpoch == 0:
 		switch {
 		case r.RebalanceTimeoutMillis == -1:
-			return errorf(kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request.")
+			return grouperr.Errorf(kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request.")
 		case len(r.ActiveTasks) > 0:
-			return errorf(kerr.InvalidRequest, "ActiveTasks must be empty when (re-)joining.")
+			return grouperr.Errorf(kerr.InvalidRequest, "ActiveTasks must be empty when (re-)joining.")
 		case len(r.StandbyTasks) > 0:
-			return errorf(kerr.InvalidRequest, "StandbyTasks must be empty when (re-)joining.")
+			return grouperr.Errorf(kerr.InvalidRequest, "StandbyTasks must be empty when (re-)joining.")
 		case len(r.WarmupTasks) > 0:
-			return errorf(kerr.InvalidRequest, "WarmupTasks must be empty when (re-)joining.")
+			return grouperr.Errorf(kerr.InvalidRequest, "WarmupTasks must be empty when (re-)joining.")
 		case r.Topology == nil:
-			return errorf(kerr.InvalidRequest, "Topology must be non-null when (re-)joining.")
+			return grouperr.Errorf(kerr.InvalidRequest, "Topology must be non-null when (re-)joining.")
 		case r.ProcessID == nil || *r.ProcessID == "":
-			return errorf(kerr.InvalidRequest, "ProcessId can't be null or empty when (re-)joining.")
+			return grouperr.Errorf(kerr.InvalidRequest, "ProcessId can't be null or empty when (re-)joining.")
 		}
 		if err := r.Topology.validate(); err != nil {
 			return err
 		}
 	case r.MemberEpoch == -2:
 		if r.InstanceID == nil {
-			return errorf(kerr.InvalidRequest, "InstanceId can't be null.")
+			return grouperr.Errorf(kerr.InvalidRequest, "InstanceId can't be null.")
 		}
 	case r.MemberEpoch < -2:
-		return errorf(kerr.InvalidRequest, "MemberEpoch is %d, but must be greater than or equal to -2.", r.MemberEpoch)
+		return grouperr.Errorf(kerr.InvalidRequest, "MemberEpoch is %d, but must be greater than or equal to -2.", r.MemberEpoch)
 	}
 	if r.MemberEpoch != 0 && r.Topology != nil {
-		return errorf(kerr.InvalidRequest, "Topology can only be provided when (re-)joining.")
+		return grouperr.Errorf(kerr.InvalidRequest, "Topology can only be provided when (re-)joining.")
 	}
 	return nil
 }
@@ -229,7 +231,7 @@ func (c *Coordinator) heartbeat(req HeartbeatRequest, md Metadata) (_ HeartbeatR
 		if req.MemberEpoch != 0 {
 			// Groups survive restarts (persist.go): a group that is
 			// not here was deleted, or never was.
-			return HeartbeatResponse{Err: errorf(kerr.GroupIDNotFound, "Streams group %s not found.", req.Group)}, false
+			return HeartbeatResponse{Err: grouperr.Errorf(kerr.GroupIDNotFound, "Streams group %s not found.", req.Group)}, false
 		}
 		g = newGroup(req.Group, c.now())
 		c.groups[req.Group] = g
@@ -267,7 +269,7 @@ func (c *Coordinator) heartbeat(req HeartbeatRequest, md Metadata) (_ HeartbeatR
 		if req.InstanceID != nil {
 			if old := g.staticMember(*req.InstanceID); old != nil {
 				if old.epoch != -2 {
-					return HeartbeatResponse{Err: errorf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s is not released.", old.id, *req.InstanceID)}, true
+					return HeartbeatResponse{Err: grouperr.Errorf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s is not released.", old.id, *req.InstanceID)}, true
 				}
 				// The static member comes back under a new member id
 				// and takes over its tasks without a rebalance
@@ -286,7 +288,7 @@ func (c *Coordinator) heartbeat(req HeartbeatRequest, md Metadata) (_ HeartbeatR
 		}
 		if m == nil {
 			if len(g.members) >= c.cfg.MaxSize {
-				return HeartbeatResponse{Err: errorf(kerr.GroupMaxSizeReached, "The streams group has reached its maximum capacity of %d members.", c.cfg.MaxSize)}, true
+				return HeartbeatResponse{Err: grouperr.Errorf(kerr.GroupMaxSizeReached, "The streams group has reached its maximum capacity of %d members.", c.cfg.MaxSize)}, true
 			}
 			m = &member{id: req.MemberID, assigned: emptyTasks(), pendingRevocation: emptyTasks()}
 			g.members[m.id] = m
@@ -294,13 +296,13 @@ func (c *Coordinator) heartbeat(req HeartbeatRequest, md Metadata) (_ HeartbeatR
 		}
 	} else {
 		if m == nil {
-			return HeartbeatResponse{Err: errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.Group)}, true
+			return HeartbeatResponse{Err: grouperr.Errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.Group)}, true
 		}
 		if err := checkEpoch(m, req.MemberEpoch, owned); err != nil {
 			return HeartbeatResponse{Err: err}, true
 		}
 		if req.InstanceID != nil && m.instanceID != *req.InstanceID {
-			return HeartbeatResponse{Err: errorf(kerr.FencedInstanceID, "Member %s has instance id %s, not %s.", m.id, m.instanceID, *req.InstanceID)}, true
+			return HeartbeatResponse{Err: grouperr.Errorf(kerr.FencedInstanceID, "Member %s has instance id %s, not %s.", m.id, m.instanceID, *req.InstanceID)}, true
 		}
 	}
 
@@ -343,7 +345,7 @@ func (c *Coordinator) heartbeat(req HeartbeatRequest, md Metadata) (_ HeartbeatR
 			g.topology = &t
 			bump = true
 		case req.Topology.Epoch == g.topology.Epoch && !req.Topology.equal(g.topology):
-			return HeartbeatResponse{Err: errorf(kerr.StreamsInvalidTopologyEpoch,
+			return HeartbeatResponse{Err: grouperr.Errorf(kerr.StreamsInvalidTopologyEpoch,
 				"Topology epoch %d of member %s names a different topology than the group's with the same epoch.", req.Topology.Epoch, m.id)}, true
 		}
 	}
@@ -423,10 +425,10 @@ func itoa(i int32) string { return formatInt(int64(i)) }
 func checkEpoch(m *member, epoch int32, owned *Tasks) error {
 	switch {
 	case epoch > m.epoch:
-		return errorf(kerr.FencedMemberEpoch, "The streams group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", epoch, m.epoch)
+		return grouperr.Errorf(kerr.FencedMemberEpoch, "The streams group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", epoch, m.epoch)
 	case epoch < m.epoch:
 		if epoch != m.prevEpoch || owned == nil || !owned.subsetOf(m.assigned) {
-			return errorf(kerr.FencedMemberEpoch, "The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", epoch, m.epoch)
+			return grouperr.Errorf(kerr.FencedMemberEpoch, "The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", epoch, m.epoch)
 		}
 	}
 	return nil
@@ -471,7 +473,7 @@ func (c *Coordinator) leaveLocked(g *group, req HeartbeatRequest) HeartbeatRespo
 			m = g.staticMember(*req.InstanceID)
 		}
 		if m == nil {
-			return HeartbeatResponse{Err: errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.Group)}
+			return HeartbeatResponse{Err: grouperr.Errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.Group)}
 		}
 	}
 	c.removeLocked(g, m)
@@ -483,7 +485,7 @@ func (c *Coordinator) leaveLocked(g *group, req HeartbeatRequest) HeartbeatRespo
 func (c *Coordinator) staticLeaveLocked(g *group, req HeartbeatRequest, gc GroupConfig) HeartbeatResponse {
 	m := g.staticMember(*req.InstanceID)
 	if m == nil || m.id != req.MemberID {
-		return HeartbeatResponse{Err: errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.Group)}
+		return HeartbeatResponse{Err: grouperr.Errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.Group)}
 	}
 	if m.epoch != -2 {
 		m.prevEpoch = m.epoch

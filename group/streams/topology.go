@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kbroker/kbroker/group/grouperr"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -99,36 +101,36 @@ func (t *Topology) validate() error {
 	}
 	for _, s := range t.Subtopologies {
 		if seen[s.ID] {
-			return errorf(kerr.StreamsInvalidTopology, "Duplicate subtopology %s.", s.ID)
+			return grouperr.Errorf(kerr.StreamsInvalidTopology, "Duplicate subtopology %s.", s.ID)
 		}
 		seen[s.ID] = true
 		if len(s.SourceTopics)+len(s.RepartitionSourceTopics) == 0 {
-			return errorf(kerr.StreamsInvalidTopology, "Subtopology %s has no source topics.", s.ID)
+			return grouperr.Errorf(kerr.StreamsInvalidTopology, "Subtopology %s has no source topics.", s.ID)
 		}
 		for _, c := range s.StateChangelogTopics {
 			if c.Partitions != 0 {
-				return errorf(kerr.StreamsInvalidTopology, "Changelog topic %s must have an undefined partition count, but it is set to %d.", c.Name, c.Partitions)
+				return grouperr.Errorf(kerr.StreamsInvalidTopology, "Changelog topic %s must have an undefined partition count, but it is set to %d.", c.Name, c.Partitions)
 			}
 		}
 		for _, r := range s.RepartitionSourceTopics {
 			if r.Partitions < 0 || r.Partitions > maxTopicPartitions {
-				return errorf(kerr.StreamsInvalidTopology, "Repartition topic %s has partition count %d, not within [0, %d].", r.Name, r.Partitions, maxTopicPartitions)
+				return grouperr.Errorf(kerr.StreamsInvalidTopology, "Repartition topic %s has partition count %d, not within [0, %d].", r.Name, r.Partitions, maxTopicPartitions)
 			}
 		}
 		for _, sink := range s.RepartitionSinkTopics {
 			if !repSources[sink] {
-				return errorf(kerr.StreamsInvalidTopology, "Repartition sink topic %s of subtopology %s is not a repartition source topic of any subtopology.", sink, s.ID)
+				return grouperr.Errorf(kerr.StreamsInvalidTopology, "Repartition sink topic %s of subtopology %s is not a repartition source topic of any subtopology.", sink, s.ID)
 			}
 		}
 		for _, g := range s.CopartitionGroups {
 			for _, i := range g.SourceTopics {
 				if i < 0 || int(i) >= len(s.SourceTopics) {
-					return errorf(kerr.StreamsInvalidTopology, "Copartition group of subtopology %s names source topic index %d out of range.", s.ID, i)
+					return grouperr.Errorf(kerr.StreamsInvalidTopology, "Copartition group of subtopology %s names source topic index %d out of range.", s.ID, i)
 				}
 			}
 			for _, i := range g.RepartitionSourceTopics {
 				if i < 0 || int(i) >= len(s.RepartitionSourceTopics) {
-					return errorf(kerr.StreamsInvalidTopology, "Copartition group of subtopology %s names repartition source topic index %d out of range.", s.ID, i)
+					return grouperr.Errorf(kerr.StreamsInvalidTopology, "Copartition group of subtopology %s names repartition source topic index %d out of range.", s.ID, i)
 				}
 			}
 		}

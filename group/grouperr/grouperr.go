@@ -1,4 +1,7 @@
-package consumer
+// Package grouperr is the error the group coordinators (classic, consumer,
+// share, streams) answer with: a Kafka error code with Kafka's own message
+// for it, so a response carries both as Kafka's would.
+package grouperr
 
 import (
 	"fmt"
@@ -17,12 +20,10 @@ type codedError struct {
 func (e *codedError) Error() string { return e.msg }
 func (e *codedError) Unwrap() error { return e.code }
 
-// errorf returns code with a formatted message.
-func errorf(code *kerr.Error, format string, args ...any) error {
+// New returns code with msg as its message.
+func New(code *kerr.Error, msg string) error { return &codedError{code: code, msg: msg} }
+
+// Errorf returns code with a formatted message.
+func Errorf(code *kerr.Error, format string, args ...any) error {
 	return &codedError{code: code, msg: fmt.Sprintf(format, args...)}
 }
-
-// NewError returns an error with Kafka's code and message, as this
-// package's own errors are: for the classic coordinator's answers on the
-// consumer side of the namespace.
-func NewError(code *kerr.Error, msg string) error { return &codedError{code: code, msg: msg} }
