@@ -216,8 +216,11 @@ func (b *Broker) onConsumerGroupChange(groupID string) {
 	}
 	b.groupRecordMu.Lock()
 	defer b.groupRecordMu.Unlock()
-	r, ok := b.groups.Consumer().Record(groupID)
-	if !ok {
+	r, found, err := b.groups.Consumer().Record(groupID)
+	if err != nil {
+		return // closing: the group is not gone, and nothing changed
+	}
+	if !found {
 		store.RecordConsumerGroup(groupID, nil, b.startGroupWrite(groupID))
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Record is a consumer group as Kafka persists it in __consumer_offsets
@@ -40,16 +42,19 @@ type MemberRecord struct {
 	Target                      Assignment
 }
 
-// Record returns the group's state as its records hold it; ok is false
+// Record returns the group's state as its records hold it; found is false
 // when no consumer group holds the id (it was deleted, or never was).
-func (c *Coordinator) Record(groupID string) (r Record, ok bool) {
+// After Close it answers COORDINATOR_NOT_AVAILABLE, so that a heartbeat
+// racing with shutdown does not have its group taken for deleted and its
+// records tombstoned.
+func (c *Coordinator) Record(groupID string) (r Record, found bool, err error) {
 	if !c.enter() {
-		return Record{}, false
+		return Record{}, false, kerr.CoordinatorNotAvailable
 	}
 	defer c.wg.Done()
 	g := c.findGroup(groupID)
 	if g == nil {
-		return Record{}, false
+		return Record{}, false, nil
 	}
 	defer g.mu.Unlock()
 	r = Record{Group: groupID, Epoch: g.mu.epoch, AssignmentEpoch: g.mu.assignmentEpoch}
@@ -67,7 +72,7 @@ func (c *Coordinator) Record(groupID string) (r Record, ok bool) {
 			Target: g.mu.target[m.id],
 		})
 	}
-	return r, true
+	return r, true, nil
 }
 
 // Restore recreates, at start-up, a consumer group from its records

@@ -1,12 +1,15 @@
 package consumer
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // changeLog records the change hook's calls.
@@ -76,7 +79,7 @@ func TestRecordRestoreRoundTrip(t *testing.T) {
 		if log1.n() != n {
 			t.Fatalf("an idle heartbeat reported %d changes", log1.n()-n)
 		}
-		rec, ok := c1.Record("g")
+		rec, ok, _ := c1.Record("g")
 		if !ok || len(rec.Members) != 2 || rec.Epoch != rec.AssignmentEpoch || len(rec.Topics) != 1 {
 			t.Fatalf("record: %+v %v", rec, ok)
 		}
@@ -108,7 +111,7 @@ func TestRecordRestoreRoundTrip(t *testing.T) {
 			t.Fatalf("restore and idle heartbeats reported %d changes", log2.n())
 		}
 		// Round trip: the record of the restored group is the same.
-		if again, _ := c2.Record("g"); !reflect.DeepEqual(again, rec) {
+		if again, _, _ := c2.Record("g"); !reflect.DeepEqual(again, rec) {
 			t.Fatalf("record after the restore: got %+v, want %+v", again, rec)
 		}
 	})
@@ -125,7 +128,7 @@ func TestRestoredMemberFenced(t *testing.T) {
 		id := md.add("t", 4)
 		c1 := newPersistCoordinator(t, &log1)
 		a, _ := stableTwo(t, c1, md)
-		rec, _ := c1.Record("g")
+		rec, _, _ := c1.Record("g")
 		c1.Close()
 
 		c2 := newPersistCoordinator(t, &log2)
@@ -176,11 +179,28 @@ func TestChangeHookOnDelete(t *testing.T) {
 		if log.n() != n+2 {
 			t.Fatalf("delete reported %d changes, want 1", log.n()-n-1)
 		}
-		if _, ok := c.Record("g"); ok {
+		if _, ok, _ := c.Record("g"); ok {
 			t.Fatal("record of a deleted group")
 		}
 		if found, err := c.Delete("g"); found || err != nil {
 			t.Fatalf("second delete: %v %v", found, err)
+		}
+	})
+}
+
+// TestRecordAfterClose: a closed coordinator says it is not available
+// rather than that the group is gone, so the broker's change hook never
+// tombstones a live group during shutdown.
+func TestRecordAfterClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log changeLog
+		md := newMetadata()
+		md.add("t", 4)
+		c := newPersistCoordinator(t, &log)
+		stableTwo(t, c, md)
+		c.Close()
+		if _, found, err := c.Record("g"); found || !errors.Is(err, kerr.CoordinatorNotAvailable) {
+			t.Fatalf("Record after Close: found %v, err %v; want COORDINATOR_NOT_AVAILABLE", found, err)
 		}
 	})
 }
