@@ -95,22 +95,12 @@ func cgKey(typ int16, group, member string) string {
 	return string(b)
 }
 
-// parseCGKey decodes a consumer-group record key; ok is false for a record
-// type that is not one of them.
-func parseCGKey(key []byte) (typ int16, group, member string, ok bool, err error) {
-	r := kbin.Reader{Src: key}
-	typ = r.Int16()
-	if typ < cgMetadataType || typ > cgCurrentAssignmentType {
-		return typ, "", "", false, nil
-	}
-	group = r.String()
-	if typ == cgMemberMetadataType || typ == cgTargetMemberType || typ == cgCurrentAssignmentType {
-		member = r.String()
-	}
-	if err := r.Complete(); err != nil || len(r.Src) != 0 {
-		return typ, "", "", false, fmt.Errorf("offsets: consumer group record key of type %d: %d bytes left, %v", typ, len(r.Src), err)
-	}
-	return typ, group, member, true, nil
+// isConsumerType reports whether a record type is a consumer-group one.
+func isConsumerType(typ int16) bool { return typ >= cgMetadataType && typ <= cgCurrentAssignmentType }
+
+// cgMemberKeyed reports whether records of typ are per member.
+func cgMemberKeyed(typ int16) bool {
+	return typ == cgMemberMetadataType || typ == cgTargetMemberType || typ == cgCurrentAssignmentType
 }
 
 // cgValue is the encoding of values: version 0, then the fields.
@@ -327,7 +317,7 @@ func consumerGroupOf(group string, recs map[string][]byte) (*ConsumerGroup, erro
 	members := map[string]*ConsumerMember{}
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(recs)) {
-		typ, _, member, ok, err := parseCGKey([]byte(k))
+		typ, _, member, ok, err := consumerKind.parseKey([]byte(k))
 		if err != nil || !ok {
 			errs = append(errs, fmt.Errorf("key %x: %w", k, err))
 			continue

@@ -41,7 +41,7 @@ func FuzzConsumerGroupValue(f *testing.F) {
 		if err != nil || !ok || !got.isCG || got.tombstone {
 			return
 		}
-		typ, group, member, isCG, _ := parseCGKey(key)
+		typ, group, member, isCG, _ := consumerKind.parseKey(key)
 		if !isCG {
 			return // a share- or streams-group record: their own fuzz targets
 		}

@@ -202,53 +202,10 @@ func decodeRec(key, value []byte) (r rec, ok bool, err error) {
 		r.metaTime = v.CurrentStateTimestamp
 		r.protocolType, r.generation = v.ProtocolType, v.Generation
 		return r, true, nil
-	case cgMetadataType, cgPartitionMetadataType, cgMemberMetadataType, cgTargetMetadataType, cgTargetMemberType, cgCurrentAssignmentType:
-		_, group, _, ok, err := parseCGKey(key)
-		if err != nil || !ok {
-			return rec{}, false, err
+	default:
+		if k := groupKindOf(version); k != nil {
+			return k.record(key, value, version)
 		}
-		r = rec{group: group, isCG: true, cgKey: string(key)}
-		if value == nil {
-			r.tombstone = true
-			return r, true, nil
-		}
-		if err := decodeCGValue(version, value); err != nil {
-			return rec{}, false, fmt.Errorf("consumer group %s: %w", group, err)
-		}
-		r.cgValue = append([]byte(nil), value...)
-		return r, true, nil
-	case sgMemberMetadataType, sgMetadataType, sgTargetMetadataType, sgTargetMemberType, sgCurrentAssignmentType, sgStatePartitionMetadataType:
-		_, group, _, ok, err := parseSGKey(key)
-		if err != nil || !ok {
-			return rec{}, false, err
-		}
-		// Kept with the consumer-group records: encoded, by key.
-		r = rec{group: group, isCG: true, cgKey: string(key)}
-		if value == nil {
-			r.tombstone = true
-			return r, true, nil
-		}
-		if err := decodeSGValue(version, value); err != nil {
-			return rec{}, false, fmt.Errorf("share group %s: %w", group, err)
-		}
-		r.cgValue = append([]byte(nil), value...)
-		return r, true, nil
-	case stMetadataType, stMemberMetadataType, stTargetMetadataType, stTargetMemberType, stCurrentAssignmentType, stTopologyType:
-		_, group, _, ok, err := parseSTKey(key)
-		if err != nil || !ok {
-			return rec{}, false, err
-		}
-		// Kept with the consumer-group records: encoded, by key.
-		r = rec{group: group, isCG: true, cgKey: string(key)}
-		if value == nil {
-			r.tombstone = true
-			return r, true, nil
-		}
-		if err := decodeSTValue(version, value); err != nil {
-			return rec{}, false, fmt.Errorf("streams group %s: %w", group, err)
-		}
-		r.cgValue = append([]byte(nil), value...)
-		return r, true, nil
 	}
 	return rec{}, false, nil
 }

@@ -46,9 +46,6 @@ func isShareType(typ int16) bool {
 	return typ >= sgMemberMetadataType && typ <= sgStatePartitionMetadataType
 }
 
-// isConsumerType reports whether a record type is a consumer-group one.
-func isConsumerType(typ int16) bool { return typ >= cgMetadataType && typ <= cgCurrentAssignmentType }
-
 // sgMemberKeyed reports whether records of typ are per member.
 func sgMemberKeyed(typ int16) bool {
 	return typ == sgMemberMetadataType || typ == sgTargetMemberType || typ == sgCurrentAssignmentType
@@ -101,24 +98,6 @@ func sgKey(typ int16, group, member string) string {
 		b = kbin.AppendString(b, member)
 	}
 	return string(b)
-}
-
-// parseSGKey decodes a share-group record key; ok is false for a record
-// type that is not one of them.
-func parseSGKey(key []byte) (typ int16, group, member string, ok bool, err error) {
-	r := kbin.Reader{Src: key}
-	typ = r.Int16()
-	if !isShareType(typ) {
-		return typ, "", "", false, nil
-	}
-	group = r.String()
-	if sgMemberKeyed(typ) {
-		member = r.String()
-	}
-	if err := r.Complete(); err != nil || len(r.Src) != 0 {
-		return typ, "", "", false, fmt.Errorf("offsets: share group record key of type %d: %d bytes left, %v", typ, len(r.Src), err)
-	}
-	return typ, group, member, true, nil
 }
 
 func appendShareTopics(dst []byte, ts []ShareTopic, partitions bool) []byte {
@@ -250,7 +229,7 @@ func shareGroupOf(group string, recs map[string][]byte) (*ShareGroup, error) {
 	members := map[string]*ShareMember{}
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(recs)) {
-		typ, _, member, ok, err := parseSGKey([]byte(k))
+		typ, _, member, ok, err := shareKind.parseKey([]byte(k))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("key %x: %w", k, err))
 		}

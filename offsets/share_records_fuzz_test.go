@@ -19,7 +19,7 @@ func FuzzShareGroupValue(f *testing.F) {
 		if err != nil || !ok || !got.isCG || got.tombstone {
 			return
 		}
-		typ, group, member, isShare, _ := parseSGKey(key)
+		typ, group, member, isShare, _ := shareKind.parseKey(key)
 		if !isShare {
 			return
 		}

@@ -145,24 +145,6 @@ func stKey(typ int16, group, member string) string {
 	return string(b)
 }
 
-// parseSTKey decodes a streams-group record key; ok is false for a record
-// type that is not one of them.
-func parseSTKey(key []byte) (typ int16, group, member string, ok bool, err error) {
-	r := kbin.Reader{Src: key}
-	typ = r.Int16()
-	if !isStreamsType(typ) {
-		return typ, "", "", false, nil
-	}
-	group = r.String()
-	if stPerMember(typ) {
-		member = r.String()
-	}
-	if err := r.Complete(); err != nil || len(r.Src) != 0 {
-		return typ, "", "", false, fmt.Errorf("offsets: streams group record key of type %d: %d bytes left, %v", typ, len(r.Src), err)
-	}
-	return typ, group, member, true, nil
-}
-
 func appendStrings(dst []byte, ss []string) []byte {
 	dst = kbin.AppendCompactArrayLen(dst, len(ss))
 	for _, s := range ss {
@@ -451,7 +433,7 @@ func streamsGroupOf(group string, recs map[string][]byte) (*StreamsGroup, error)
 	members := map[string]*StreamsMember{}
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(recs)) {
-		typ, _, member, ok, err := parseSTKey([]byte(k))
+		typ, _, member, ok, err := streamsKind.parseKey([]byte(k))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("key %x: %w", k, err))
 			continue

@@ -21,7 +21,7 @@ func FuzzStreamsGroupValue(f *testing.F) {
 		if err != nil || !ok || !got.isCG || got.tombstone {
 			return
 		}
-		typ, group, member, isSG, _ := parseSTKey(key)
+		typ, group, member, isSG, _ := streamsKind.parseKey(key)
 		if !isSG {
 			return // a consumer-group record: FuzzConsumerGroupValue
 		}
