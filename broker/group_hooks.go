@@ -353,11 +353,14 @@ func (b *Broker) groupExpired(groupID string) {
 	}
 }
 
-// deleteGroup deletes an Empty group of either protocol (a group id names
-// one at a time): NON_EMPTY_GROUP with members, GROUP_ID_NOT_FOUND when
-// there is none.
+// deleteGroup deletes an Empty consumer, streams or classic group (a
+// group id names one at a time): NON_EMPTY_GROUP with members,
+// GROUP_ID_NOT_FOUND when there is none.
 func (b *Broker) deleteGroup(groupID string) error {
 	if found, err := b.groups.Consumer().Delete(groupID); found {
+		return err
+	}
+	if found, err := b.streamsCo.Delete(groupID); found {
 		return err
 	}
 	return b.groups.Delete(groupID)

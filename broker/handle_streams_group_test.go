@@ -331,3 +331,36 @@ func TestStreamsGroupAfterRestart(t *testing.T) {
 		t.Fatalf("heartbeat to the deleted group after restart: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
 }
+
+// TestStreamsGroupExpires: when an empty streams group's offsets have all
+// expired, the group goes with them, as Kafka's offset expiry deletes an
+// empty group; one with members stays.
+func TestStreamsGroupExpires(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, func(c *Config) { c.GroupStreamsInitialRebalanceDelay = 0 })
+	if _, err := newAdmin(t, srv).CreateTopic(testCtx(t), 1, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"gone", "kept"} {
+		if r := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, streamsJoin(g, "m1", "p1")); r.ErrorCode != 0 {
+			t.Fatalf("join %s: %v", g, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	leave := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	leave.Version = 1
+	leave.Group, leave.MemberID, leave.MemberEpoch = "gone", "m1", -1
+	if r := adminRequest[*kmsg.StreamsGroupHeartbeatResponse](t, srv, leave); r.ErrorCode != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	srv.groupExpired("gone")
+	srv.groupExpired("kept")
+	d := kmsg.NewPtrStreamsGroupDescribeRequest()
+	d.Groups = []string{"gone", "kept"}
+	resp := adminRequest[*kmsg.StreamsGroupDescribeResponse](t, srv, d)
+	if g := resp.Groups[0]; g.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("empty group after its offsets expired: %v, want GROUP_ID_NOT_FOUND", kerr.ErrorForCode(g.ErrorCode))
+	}
+	if g := resp.Groups[1]; g.ErrorCode != 0 || len(g.Members) != 1 {
+		t.Errorf("group with a member after expiry: %v with %d members, want it kept", kerr.ErrorForCode(g.ErrorCode), len(g.Members))
+	}
+}
