@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/partition"
+	"github.com/kbroker/kbroker/topic"
 )
 
 // sessionFetch builds a fetch of topic's partitions 0..n-1 with session
@@ -114,66 +115,8 @@ func TestFetchSessionSkipsMatchFullReads(t *testing.T) {
 	}
 	cl := newClient(t, srv)
 	rng := rand.New(rand.NewPCG(1, 2))
-	type client struct {
-		id      int32
-		epoch   int32
-		offsets []int64
-		named   map[int32]bool // partitions to name in the next request
-	}
-	open := func(readAll bool) *client {
-		c := &client{offsets: make([]int64, parts), named: map[int32]bool{}}
-		resp := rawFetch(t, cl, sessionFetch(srv, "d", parts, 0, 0, c.offsets...))
-		if resp.ErrorCode != 0 || resp.SessionID == 0 {
-			t.Fatalf("open session: error %d", resp.ErrorCode)
-		}
-		c.id, c.epoch = resp.SessionID, 1
-		if readAll {
-			s := srv.sessions.get(c.id)
-			s.mu.Lock()
-			s.readAll = true
-			s.mu.Unlock()
-		}
-		return c
-	}
-	skipping, reading := open(false), open(true)
-	// fetch sends c's incremental request and moves its offsets as a
-	// client would; it returns a comparable summary of the answer.
-	fetch := func(c *client) []string {
-		req := sessionFetch(srv, "d", 0, c.id, c.epoch)
-		if len(c.named) > 0 {
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = "d", tp.ID
-			for p := range int32(parts) {
-				if c.named[p] {
-					rp := kmsg.NewFetchRequestTopicPartition()
-					rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, c.offsets[p], 1<<20, -1
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-			}
-			req.Topics = []kmsg.FetchRequestTopic{rt}
-		}
-		clear(c.named)
-		c.epoch++
-		resp := rawFetch(t, cl, req)
-		if resp.ErrorCode != 0 {
-			t.Fatalf("session %d: error %d", c.id, resp.ErrorCode)
-		}
-		var out []string
-		for _, rt := range resp.Topics {
-			for _, rp := range rt.Partitions {
-				out = append(out, fmt.Sprintf("%d err=%d hw=%d lso=%d start=%d bytes=%d", rp.Partition, rp.ErrorCode,
-					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset, len(rp.RecordBatches)))
-				switch {
-				case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
-					c.offsets[rp.Partition], c.named[rp.Partition] = srv.Store().Partition(partition.TopicID(tp.ID), rp.Partition).LogStartOffset(), true
-				case len(rp.RecordBatches) > 0:
-					c.offsets[rp.Partition], c.named[rp.Partition] = rp.HighWatermark, true
-				}
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
+	send := func(req *kmsg.FetchRequest) *kmsg.FetchResponse { return rawFetch(t, cl, req) }
+	skipping, reading := openSessionTwin(t, srv, tp, false, send), openSessionTwin(t, srv, tp, true, send)
 	for step := range 300 {
 		switch r := rng.IntN(10); {
 		case r < 5:
@@ -189,11 +132,84 @@ func TestFetchSessionSkipsMatchFullReads(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, want := fetch(skipping), fetch(reading)
+		got, want := skipping.fetch(t), reading.fetch(t)
 		if !slices.Equal(got, want) {
 			t.Fatalf("step %d: skipping session answered\n%v\nreading session answered\n%v", step, got, want)
 		}
 	}
+}
+
+// sessionTwin is an incremental fetch session over every partition of one
+// topic, driven as a client drives it. The skip tests open two, one that
+// skips unchanged partitions and one that reads them all (readAll), and
+// require the same answers from both.
+type sessionTwin struct {
+	srv     *InProcess
+	tp      topic.Topic
+	send    func(*kmsg.FetchRequest) *kmsg.FetchResponse
+	id      int32
+	epoch   int32
+	offsets []int64
+	named   map[int32]bool // partitions to name in the next request
+}
+
+// openSessionTwin opens a session on tp from offset 0 through send.
+func openSessionTwin(t *testing.T, srv *InProcess, tp topic.Topic, readAll bool, send func(*kmsg.FetchRequest) *kmsg.FetchResponse) *sessionTwin {
+	t.Helper()
+	c := &sessionTwin{srv: srv, tp: tp, send: send, offsets: make([]int64, tp.Partitions), named: map[int32]bool{}}
+	resp := send(sessionFetch(srv, tp.Name, tp.Partitions, 0, 0, c.offsets...))
+	if resp.ErrorCode != 0 || resp.SessionID == 0 {
+		t.Fatalf("open session: error %d", resp.ErrorCode)
+	}
+	c.id, c.epoch = resp.SessionID, 1
+	if readAll {
+		s := srv.sessions.get(c.id)
+		s.mu.Lock()
+		s.readAll = true
+		s.mu.Unlock()
+	}
+	return c
+}
+
+// fetch sends the next incremental request and moves the offsets as a
+// client would; it returns a comparable summary of the answer.
+func (c *sessionTwin) fetch(t *testing.T) []string {
+	t.Helper()
+	req := sessionFetch(c.srv, c.tp.Name, 0, c.id, c.epoch)
+	if len(c.named) > 0 {
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = c.tp.Name, c.tp.ID
+		for p := range c.tp.Partitions {
+			if c.named[p] {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, c.offsets[p], 1<<20, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+		}
+		req.Topics = []kmsg.FetchRequestTopic{rt}
+	}
+	clear(c.named)
+	c.epoch++
+	resp := c.send(req)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("session %d: error %d", c.id, resp.ErrorCode)
+	}
+	var out []string
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			out = append(out, fmt.Sprintf("%d err=%d hw=%d lso=%d start=%d bytes=%d leader=%d/%d", rp.Partition, rp.ErrorCode,
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset, len(rp.RecordBatches),
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch))
+			switch {
+			case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
+				c.offsets[rp.Partition], c.named[rp.Partition] = c.srv.Store().Partition(partition.TopicID(c.tp.ID), rp.Partition).LogStartOffset(), true
+			case len(rp.RecordBatches) > 0:
+				c.offsets[rp.Partition], c.named[rp.Partition] = rp.HighWatermark, true
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // TestFetchSessionParkedWakesOnSkippedPartition: a parked incremental

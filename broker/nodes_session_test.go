@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -32,65 +31,10 @@ func TestNodesFetchSessionSkips(t *testing.T) {
 	cl := newClient(t, srv)
 	const node = 0 // the sessions' node
 	rng := rand.New(rand.NewPCG(3, 4))
-	type client struct {
-		id      int32
-		epoch   int32
-		offsets []int64
-		named   map[int32]bool
+	send := func(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+		return nodeRequest[*kmsg.FetchResponse](t, cl, node, req)
 	}
-	open := func(readAll bool) *client {
-		c := &client{offsets: make([]int64, parts), named: map[int32]bool{}}
-		resp := nodeRequest[*kmsg.FetchResponse](t, cl, node, sessionFetch(srv, "m", parts, 0, 0, c.offsets...))
-		if resp.ErrorCode != 0 || resp.SessionID == 0 {
-			t.Fatalf("open session: error %d", resp.ErrorCode)
-		}
-		c.id, c.epoch = resp.SessionID, 1
-		if readAll {
-			s := srv.sessions.get(c.id)
-			s.mu.Lock()
-			s.readAll = true
-			s.mu.Unlock()
-		}
-		return c
-	}
-	skipping, reading := open(false), open(true)
-	fetch := func(c *client) []string {
-		req := sessionFetch(srv, "m", 0, c.id, c.epoch)
-		if len(c.named) > 0 {
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = "m", tp.ID
-			for p := range int32(parts) {
-				if c.named[p] {
-					rp := kmsg.NewFetchRequestTopicPartition()
-					rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, c.offsets[p], 1<<20, -1
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-			}
-			req.Topics = []kmsg.FetchRequestTopic{rt}
-		}
-		clear(c.named)
-		c.epoch++
-		resp := nodeRequest[*kmsg.FetchResponse](t, cl, node, req)
-		if resp.ErrorCode != 0 {
-			t.Fatalf("session %d: error %d", c.id, resp.ErrorCode)
-		}
-		var out []string
-		for _, rt := range resp.Topics {
-			for _, rp := range rt.Partitions {
-				out = append(out, fmt.Sprintf("%d err=%d hw=%d lso=%d start=%d bytes=%d leader=%d/%d", rp.Partition, rp.ErrorCode,
-					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset, len(rp.RecordBatches),
-					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch))
-				switch {
-				case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
-					c.offsets[rp.Partition], c.named[rp.Partition] = srv.Store().Partition(partition.TopicID(tp.ID), rp.Partition).LogStartOffset(), true
-				case len(rp.RecordBatches) > 0:
-					c.offsets[rp.Partition], c.named[rp.Partition] = rp.HighWatermark, true
-				}
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
+	skipping, reading := openSessionTwin(t, srv, tp, false, send), openSessionTwin(t, srv, tp, true, send)
 	movedAway := 0
 	for step := range 300 {
 		p := int32(rng.IntN(parts))
@@ -113,7 +57,7 @@ func TestNodesFetchSessionSkips(t *testing.T) {
 				movedAway++
 			}
 		}
-		got, want := fetch(skipping), fetch(reading)
+		got, want := skipping.fetch(t), reading.fetch(t)
 		if !slices.Equal(got, want) {
 			t.Fatalf("step %d: skipping session answered\n%v\nreading session answered\n%v", step, got, want)
 		}
