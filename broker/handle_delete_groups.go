@@ -31,23 +31,6 @@ func (b *Broker) handleDeleteGroups(c *conn, req *kmsg.DeleteGroupsRequest) (res
 			shareDel = append(shareDel, i)
 			continue
 		}
-		if found, err := b.streamsCo.Delete(g); found {
-			// A streams group without members goes; its offsets are
-			// deleted below like any group's.
-			if err != nil {
-				resp.Groups[i].ErrorCode = errorCode(err)
-				if req.Version >= 3 {
-					resp.Groups[i].ErrorMessage = errorMessage(err)
-				}
-				continue
-			}
-			if err := b.deleteGroup(g); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-				resp.Groups[i].ErrorCode = errorCode(err)
-				continue
-			}
-			deleted = append(deleted, i)
-			continue
-		}
 		if err := b.deleteGroup(g); err != nil {
 			resp.Groups[i].ErrorCode = errorCode(err)
 			if req.Version >= 3 {
