@@ -62,31 +62,7 @@ func BenchmarkFetch(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer nc.Close()
-				req := kmsg.NewPtrFetchRequest()
-				req.Version, req.ReplicaID, req.MaxBytes, req.SessionEpoch = 12, -1, 1<<20, -1
-				rt := kmsg.NewFetchRequestTopic()
-				rt.Topic = "bench"
-				rp := kmsg.NewFetchRequestTopicPartition()
-				rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, -1
-				rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
-				req.Topics = []kmsg.FetchRequestTopic{rt}
-				var served int64
-				b.ResetTimer()
-				for i := 0; b.Loop(); i++ {
-					req.Topics[0].Partitions[0].FetchOffset = int64(i*97) % (end / 2)
-					if _, err := nc.Write(requestFrame(req, 12, int32(i))); err != nil {
-						b.Fatal(err)
-					}
-					n, err := protocol.ReadSize(nc, 1<<30)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := io.CopyN(io.Discard, nc, int64(n)); err != nil {
-						b.Fatal(err)
-					}
-					served += int64(n)
-				}
-				b.SetBytes(served / int64(b.N))
+				benchFetchRange(b, nc, 0, end)
 			})
 		}
 	}
