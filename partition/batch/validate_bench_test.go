@@ -39,6 +39,11 @@ func BenchmarkValidate(b *testing.B) {
 		{"uncompressed-16KiB", spec{records: benchRecords(16, 1000), idem: true, pid: 1, seq: 0}, ValidateOptions{}},
 		// 100 small records: the per-record walk dominates.
 		{"uncompressed-100records", spec{records: benchRecords(100, 100), idem: true, pid: 1, seq: 0}, ValidateOptions{}},
+		// kbench's raw producer: ~1 MiB of 100 B values, null keys, no
+		// headers, timestamp delta 0: per-record cost at its plainest.
+		{"uncompressed-1MiB-100B", spec{records: rawRecords(9000, 100)}, ValidateOptions{}},
+		// The same with ~1 KiB values.
+		{"uncompressed-1MiB-1KiB", spec{records: rawRecords(1000, 1000)}, ValidateOptions{}},
 		{"zstd-16KiB-trusted", spec{codec: CodecZstd, records: benchRecords(16, 1000)}, ValidateOptions{}},
 		{"zstd-16KiB-full", spec{codec: CodecZstd, records: benchRecords(16, 1000)}, ValidateOptions{FullValidation: true}},
 		{"lz4-16KiB-full", spec{codec: CodecLZ4, records: benchRecords(16, 1000)}, ValidateOptions{FullValidation: true}},
@@ -58,6 +63,66 @@ func BenchmarkValidate(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportPerRecord(b, len(c.s.records))
+		})
+	}
+}
+
+// rawRecords makes n records of valueSize-byte values with null keys, no
+// headers and timestamp delta 0, as kbench's raw producer sends them.
+func rawRecords(n, valueSize int) []kmsg.Record {
+	rs := benchRecords(n, valueSize)
+	for i := range rs {
+		rs[i].Key = nil
+		rs[i].TimestampDelta64 = 0
+	}
+	return rs
+}
+
+// reportPerRecord adds the ns/record metric: the per-record cost that
+// issue 18 is about, comparable across batch shapes.
+func reportPerRecord(b *testing.B, records int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(records), "ns/record")
+}
+
+// BenchmarkWalk separates the record walks from the CRC: walkFast is what
+// a valid batch costs beyond framing and CRC, walk the precise walk
+// Validate falls back to.
+func BenchmarkWalk(b *testing.B) {
+	cases := []struct {
+		name string
+		rs   []kmsg.Record
+	}{
+		{"100B-nullkey", rawRecords(9000, 100)},
+		{"1KiB-nullkey", rawRecords(1000, 1000)},
+		{"100B-keyed-headers", testRecords(9000, 100)},
+	}
+	for _, c := range cases {
+		batch := buildBatch(b, spec{records: c.rs})
+		h, err := ParseHeader(batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		data := batch[RecordsOffset:]
+		opts := ValidateOptions{}
+		b.Run(c.name+"/fast", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, _, ok := walkFast(data, &h, &opts); !ok {
+					b.Fatal("fast walk refused a valid batch")
+				}
+			}
+			reportPerRecord(b, len(c.rs))
+		})
+		b.Run(c.name+"/precise", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				info := Info{Header: h}
+				if err := walk(data, &info, &opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPerRecord(b, len(c.rs))
 		})
 	}
 }

@@ -2,12 +2,19 @@ package batch
 
 // walkFast is Validate's record walk for the common case, a well-formed
 // batch: one pass over the record framing that decodes only what the rules
-// need (lengths, the timestamp delta, the offset delta, key nullness) with
-// one-byte varints decoded inline, and no Record built per record. It
-// reports ok only when the slow walk (walk, over scanner.next) would accept
-// data with the same options; it stops at the first fault of any kind, and
-// Validate then runs the slow walk to find the fault Kafka would report and
-// its code. A valid batch is therefore walked once, an invalid one twice.
+// need (lengths, the timestamp delta, the offset delta, key nullness) and
+// builds no Record. It reports ok only when the slow walk (walk, over
+// scanner.next) would accept data with the same options; it stops at the
+// first fault of any kind, and Validate then runs the slow walk to find the
+// fault Kafka would report and its code. A valid batch is therefore walked
+// once, an invalid one twice.
+//
+// The loop is what a batch of small records costs per record (issue 18), so
+// it is written for that: positions are indexes into one slice per record,
+// every varint of one or two bytes (all lengths below 8 KiB, offset deltas
+// below 8,192, timestamp deltas below 8 s) is decoded inline by varint2At
+// with no call, longer ones go through the general decoder, and the only
+// per-record branches that depend on the options are two flags read once.
 //
 // On ok, maxTs and maxDelta are what walk computes: the largest record
 // timestamp (from NoTimestamp) and the offset delta of its first record,
@@ -17,76 +24,86 @@ package batch
 func walkFast(data []byte, h *Header, opts *ValidateOptions) (maxTs int64, maxDelta int32, ok bool) {
 	maxTs, maxDelta = NoTimestamp, -1
 	count := h.NumRecords
+	base := h.BaseTimestamp
 	appendTime := h.TimestampType() == LogAppendTime
+	requireKeys := opts.RequireKeys
+	checkTs := opts.CheckTimestamps
 	pos := 0
-	for i := range count {
-		// Record length.
-		size, n := fastVarint(data[pos:])
-		if n <= 0 || size < 0 || int(size) > len(data)-pos-n {
-			return 0, 0, false
-		}
-		body := data[pos+n : pos+n+int(size)]
-		pos += n + int(size)
-		if len(body) < minRecordSize-1 {
-			return 0, 0, false // attributes and five one-byte varints at least
-		}
-		// body[0] is the attributes byte, which nothing checks.
-		p := 1
-		tsDelta, n := fastVarlong(body[p:])
-		if n <= 0 {
-			return 0, 0, false
-		}
-		p += n
-		offDelta, n := fastVarint(body[p:])
-		if n <= 0 || offDelta != i {
-			return 0, 0, false
-		}
-		p += n
-		klen, n := fastVarint(body[p:])
-		if n <= 0 || klen < -1 || int(klen) > len(body)-p-n {
-			return 0, 0, false
-		}
-		if klen == -1 && opts.RequireKeys {
-			return 0, 0, false
-		}
-		p += n + max(int(klen), 0)
-		vlen, n := fastVarint(body[p:])
-		if n <= 0 || vlen < -1 || int(vlen) > len(body)-p-n {
-			return 0, 0, false
-		}
-		p += n + max(int(vlen), 0)
-		numHeaders, n := fastVarint(body[p:])
-		if n <= 0 {
-			return 0, 0, false
-		}
-		p += n
-		if numHeaders < 0 || int(numHeaders) > (len(body)-p)/2 {
-			return 0, 0, false
-		}
-		for range numHeaders {
-			hk, n := fastVarint(body[p:])
-			if n <= 0 || hk < 0 || int(hk) > len(body)-p-n {
+	for i := int32(0); i < count; i++ {
+		// Record length. Every record has at least the attributes byte
+		// and five one-byte varints after its length, so a length below
+		// that is a fault as well (the slow walk finds which).
+		size, p := varint2At(data, pos)
+		if p < 0 {
+			if size, p = varintSlow(data, pos); p < 0 {
 				return 0, 0, false
 			}
-			p += n + int(hk)
-			hv, n := fastVarint(body[p:])
-			if n <= 0 || hv < -1 || int(hv) > len(body)-p-n {
+		}
+		if size < minRecordSize-1 || int(size) > len(data)-p {
+			return 0, 0, false
+		}
+		pos = p + int(size)
+		rec := data[p:pos]
+
+		// rec[0] is the attributes byte, which nothing checks.
+		tsDelta, p := varlong2At(rec, 1)
+		if p < 0 {
+			if tsDelta, p = varlongSlow(rec, 1); p < 0 {
 				return 0, 0, false
 			}
-			p += n + max(int(hv), 0)
 		}
-		if p != len(body) {
+		offDelta, q := varint2At(rec, p)
+		if q < 0 {
+			if offDelta, q = varintSlow(rec, p); q < 0 {
+				return 0, 0, false
+			}
+		}
+		if offDelta != i {
 			return 0, 0, false
+		}
+		klen, p := varint2At(rec, q)
+		if p < 0 {
+			if klen, p = varintSlow(rec, q); p < 0 {
+				return 0, 0, false
+			}
+		}
+		if klen < -1 || int(klen) > len(rec)-p {
+			return 0, 0, false
+		}
+		if klen == -1 {
+			if requireKeys {
+				return 0, 0, false
+			}
+		} else {
+			p += int(klen)
+		}
+		vlen, q := varint2At(rec, p)
+		if q < 0 {
+			if vlen, q = varintSlow(rec, p); q < 0 {
+				return 0, 0, false
+			}
+		}
+		if vlen < -1 || int(vlen) > len(rec)-q {
+			return 0, 0, false
+		}
+		if vlen > 0 {
+			q += int(vlen)
+		}
+		// The header count, most often a zero as the record's last byte.
+		if q != len(rec)-1 || rec[q] != 0 {
+			if !headersFit(rec, q) {
+				return 0, 0, false
+			}
 		}
 
-		ts := h.BaseTimestamp + tsDelta // wraps like Java's long addition
+		ts := base + tsDelta // wraps like Java's long addition
 		if appendTime {
 			ts = h.MaxTimestamp
 		}
 		if ts > maxTs {
 			maxTs, maxDelta = ts, offDelta
 		}
-		if opts.CheckTimestamps && ts != NoTimestamp {
+		if checkTs && ts != NoTimestamp {
 			if d := opts.Now - ts; d > opts.TimestampBeforeMaxMs || -d > opts.TimestampAfterMaxMs {
 				return 0, 0, false
 			}
@@ -98,21 +115,95 @@ func walkFast(data []byte, h *Header, opts *ValidateOptions) (maxTs int64, maxDe
 	return maxTs, maxDelta, true
 }
 
-// fastVarint is readVarint with the one-byte case (values -64..63: most
-// lengths of small fields, every offset delta below 64) decoded inline.
-func fastVarint(b []byte) (int32, int) {
-	if len(b) > 0 && b[0] < 0x80 {
-		x := uint32(b[0])
-		return int32(x>>1) ^ -int32(x&1), 1
+// varint2At decodes the zig-zag varint int32 at b[p:] when it takes one or
+// two bytes and two bytes follow p, and returns it with the position after
+// it; otherwise it returns position -1 and the caller asks varintSlow. It
+// has no call in it so that the compiler inlines it (cost 74 of 80): a
+// call per field was most of the walk's time on small records.
+func varint2At(b []byte, p int) (int32, int) {
+	if p+1 < len(b) {
+		c, d := uint32(b[p]), uint32(b[p+1])
+		if c < 0x80 {
+			return int32(c>>1) ^ -int32(c&1), p + 1
+		}
+		if d < 0x80 {
+			u := c&0x7f | d<<7
+			return int32(u>>1) ^ -int32(u&1), p + 2
+		}
 	}
-	return readVarint(b)
+	return 0, -1
 }
 
-// fastVarlong is readVarlong with the one-byte case decoded inline.
-func fastVarlong(b []byte) (int64, int) {
-	if len(b) > 0 && b[0] < 0x80 {
-		x := uint64(b[0])
-		return int64(x>>1) ^ -int64(x&1), 1
+// varintSlow decodes the zig-zag varint int32 at b[p:] (p ≤ len(b)) in any
+// valid form, or returns position -1 if it is truncated or too long. It is
+// kept out of line so that its callers stay small.
+//
+//go:noinline
+func varintSlow(b []byte, p int) (int32, int) {
+	if p > len(b) {
+		return 0, -1
 	}
-	return readVarlong(b)
+	v, n := readVarint(b[p:])
+	if n <= 0 {
+		return 0, -1
+	}
+	return v, p + n
+}
+
+// varlong2At is varint2At for a zig-zag varint int64 (readVarlong).
+func varlong2At(b []byte, p int) (int64, int) {
+	if p+1 < len(b) {
+		c, d := uint64(b[p]), uint64(b[p+1])
+		if c < 0x80 {
+			return int64(c>>1) ^ -int64(c&1), p + 1
+		}
+		if d < 0x80 {
+			u := c&0x7f | d<<7
+			return int64(u>>1) ^ -int64(u&1), p + 2
+		}
+	}
+	return 0, -1
+}
+
+// varlongSlow is varintSlow for a zig-zag varint int64.
+//
+//go:noinline
+func varlongSlow(b []byte, p int) (int64, int) {
+	if p > len(b) {
+		return 0, -1
+	}
+	v, n := readVarlong(b[p:])
+	if n <= 0 {
+		return 0, -1
+	}
+	return v, p + n
+}
+
+// headersFit reports whether rec[p:] is a header count and that many
+// record headers ending exactly at the end of rec, as the slow walk checks
+// them. Records with headers are the less common shape; readVarint is
+// inlined here.
+func headersFit(rec []byte, p int) bool {
+	numHeaders, n := readVarint(rec[p:])
+	if n <= 0 {
+		return false
+	}
+	p += n
+	// Each header needs at least two bytes; this also bounds the loop.
+	if numHeaders < 0 || int(numHeaders) > (len(rec)-p)/2 {
+		return false
+	}
+	for range numHeaders {
+		hk, n := readVarint(rec[p:])
+		if n <= 0 || hk < 0 || int(hk) > len(rec)-p-n {
+			return false
+		}
+		p += n + int(hk)
+		hv, n := readVarint(rec[p:])
+		if n <= 0 || hv < -1 || int(hv) > len(rec)-p-n {
+			return false
+		}
+		p += n + max(int(hv), 0)
+	}
+	return p == len(rec)
 }
