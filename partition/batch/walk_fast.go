@@ -12,9 +12,11 @@ package batch
 // The loop is what a batch of small records costs per record (issue 18), so
 // it is written for that: positions are indexes into one slice per record,
 // every varint of one or two bytes (all lengths below 8 KiB, offset deltas
-// below 8,192, timestamp deltas below 8 s) is decoded inline by varint2At
-// with no call, longer ones go through the general decoder, and the only
-// per-record branches that depend on the options are two flags read once.
+// below 8,192, timestamp deltas within ±8 s) is decoded inline by
+// varint2At with no call, longer ones go through the general decoder, and
+// the only per-record branches that depend on the options are two flags
+// read once. TestWalkFastLargeBatches covers the general decoder's share
+// (offset deltas from 8,192) that a fuzz corpus is too small to reach.
 //
 // On ok, maxTs and maxDelta are what walk computes: the largest record
 // timestamp (from NoTimestamp) and the offset delta of its first record,
@@ -116,8 +118,10 @@ func walkFast(data []byte, h *Header, opts *ValidateOptions) (maxTs int64, maxDe
 }
 
 // varint2At decodes the zig-zag varint int32 at b[p:] when it takes one or
-// two bytes and two bytes follow p, and returns it with the position after
-// it; otherwise it returns position -1 and the caller asks varintSlow. It
+// two bytes and b holds at least two bytes from p, and returns it with the
+// position after it; otherwise it returns position -1 and the caller asks
+// varintSlow (so a one-byte varint in b's last byte takes the slow way:
+// walkFast checks the header count, the usual last byte, in place). It
 // has no call in it so that the compiler inlines it (cost 74 of 80): a
 // call per field was most of the walk's time on small records.
 func varint2At(b []byte, p int) (int32, int) {
