@@ -16,5 +16,11 @@ func FuzzCRCCombine(f *testing.F) {
 		if got := crcCombine(crc32.Checksum(b[:c], castagnoli), crc32.Checksum(b[c:], castagnoli), int64(len(b)-c)); got != want {
 			t.Fatalf("len %d cut %d: combined %08x, want %08x", len(b), c, got, want)
 		}
+		var s crcShift // the operator, then its table
+		for range 2 {
+			if got := s.combine(crc32.Checksum(b[:c], castagnoli), crc32.Checksum(b[c:], castagnoli), int64(len(b)-c)); got != want {
+				t.Fatalf("len %d cut %d: crcShift combined %08x, want %08x", len(b), c, got, want)
+			}
+		}
 	})
 }

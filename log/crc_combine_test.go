@@ -23,13 +23,37 @@ func TestCRCCombine(t *testing.T) {
 			if got != want {
 				t.Fatalf("len %d cut %d: combined %08x, want %08x", n, cut, got, want)
 			}
-			// Twice through one crcShift: a fresh operator, then the kept one.
+			// Three times through one crcShift: a fresh operator, then
+			// the kept one through the table it builds, then the table.
 			var s crcShift
-			for range 2 {
+			for range 3 {
 				if got := s.combine(crc32.Checksum(b[:cut], castagnoli), crc32.Checksum(b[cut:], castagnoli), int64(n-cut)); got != want {
 					t.Fatalf("len %d cut %d: crcShift combined %08x, want %08x", n, cut, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestCRCShiftTable: the table crcShift builds for a length multiplies
+// every value as gfMul does, for lengths whose operators have few and many
+// bits set, and after a change of length.
+func TestCRCShiftTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var s crcShift
+	for _, n := range []int64{1, 4096, 4200, 4096, 1 << 20, 999_983} {
+		op := xPow8n(n)
+		for i := range 2000 {
+			a, b := rng.Uint32(), rng.Uint32()
+			if i < 32 {
+				a = 1 << i // every basis word
+			}
+			if got, want := s.combine(a, b, n), gfMul(op, a)^b; got != want {
+				t.Fatalf("len %d, crc %08x (combine %d): %08x, want %08x", n, a, i, got, want)
+			}
+		}
+		if !s.tabled {
+			t.Fatalf("len %d: no table after repeated combines", n)
 		}
 	}
 }
@@ -47,6 +71,15 @@ func BenchmarkCRC(b *testing.B) {
 			b.SetBytes(int64(n))
 			for b.Loop() {
 				crcCombine(1, 2, int64(n))
+			}
+		})
+		// The batches of one request, all of one length (AppendMany).
+		b.Run("shift/"+sizeLabel(n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			var s crcShift
+			c := uint32(1)
+			for b.Loop() {
+				c = s.combine(c, 2, int64(n))
 			}
 		})
 	}
