@@ -181,6 +181,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.raw.conns, "raw-conns", 4, "raw workload: `connections` producing at once")
 	fs.IntVar(&o.raw.inflight, "raw-inflight", 4, "raw workload: outstanding `requests` per connection")
 	fs.IntVar(&o.raw.requestKB, "raw-request-kb", 1024, "raw workload: `KiB` of record values per request")
+	fs.IntVar(&o.raw.batchKB, "raw-batch-kb", 0, "raw workload: `KiB` of record values per batch, the requests taking each connection's\npartitions in turn (16: the Java producer's batch.size); 0 spreads a request over all of them")
 	fs.StringVar(&o.kbrokerBin, "kbroker-bin", "", "kbroker `binary` for kbroker-bin (default: go build ./cmd/kbroker)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -256,6 +257,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.raw.conns < 1 || o.raw.inflight < 1 || o.raw.requestKB < 1 {
 		return o, errors.New("--raw-conns, --raw-inflight and --raw-request-kb must be positive")
+	}
+	if o.raw.batchKB < 0 {
+		return o, errors.New("--raw-batch-kb must not be negative")
 	}
 	if o.consumeBatch < 0 || o.consumeBatch > 64<<20 {
 		return o, errors.New("--consume-batch-bytes: 0 to 64 MiB")

@@ -26,17 +26,22 @@ import (
 // it spreads them over 1,000 partitions (docs/BENCHMARKS.md, "Produce to
 // many partitions"), and the floor broker drops with it.
 //
-// Each of --raw-conns connections sends one Produce request over and over,
-// built once: acks=all, non-idempotent batches (no producer id, no
+// Each of --raw-conns connections sends Produce requests built once, over
+// and over: acks=all, non-idempotent batches (no producer id, no
 // sequence), which a broker may store any number of times, with correct
 // CRCs and offset deltas 0..n-1. Connection c carries the partitions p
-// with p mod conns = c, a batch for each in every request; the records of
-// a request (about --raw-request-kb of values) are spread evenly over its
-// partitions, so 1 partition gets one batch of ~1,000 1 KiB records and
-// 1,000 partitions on 4 connections get batches of 4. Up to --raw-inflight
-// requests are outstanding per connection. The client's work per request
-// is one write and reading and checking the response (every partition's
-// error code), so its CPU per GB stays far below the broker's.
+// with p mod conns = c. By default it sends one request with a batch for
+// each of its partitions, the records of a request (about
+// --raw-request-kb of values) spread evenly over them, so 1 partition gets
+// one batch of ~1,000 1 KiB records and 1,000 partitions on 4 connections
+// get batches of 4. With --raw-batch-kb a batch holds that many KiB of
+// values instead (16 is the Java producer's default batch.size), a
+// request as many batches as --raw-request-kb holds, and the connection's
+// requests take its partitions in turn, as a producer with a full buffer
+// sends them. Up to --raw-inflight requests are outstanding per
+// connection. The client's work per request is one write and reading and
+// checking the response (every partition's error code), so its CPU per GB
+// stays far below the broker's.
 //
 // After the run the topic's end offsets must add up to the records sent
 // (brokers that answer ListOffsets): a broker that dropped or refused
@@ -60,6 +65,10 @@ var rawCases = []rawCase{{1024, 1}, {1024, 1000}, {100, 1}, {100, 1000}}
 // rawOptions are the raw workload's flags.
 type rawOptions struct {
 	conns, inflight, requestKB int
+	// batchKB, when above 0, is the KiB of values per batch; 0 spreads
+	// the values of a request evenly over all of a connection's
+	// partitions.
+	batchKB int
 }
 
 // rawProduceVersion is v11: topics by name (v13 names them by id), the
@@ -81,23 +90,34 @@ func runRawProduce(ctx context.Context, bp *brokerProc, c rawCase, topic string,
 			g.conn.Close()
 		}
 	}()
+	var recordsPerReq float64 // the mean over every connection's requests
 	for i := range conns {
 		var parts []int32
 		for p := i; p < c.partitions; p += conns {
 			parts = append(parts, int32(p))
 		}
-		req, recs := buildRawRequest(topic, parts, value, max(1, o.requestKB*1024/c.size))
+		reqs, recs := buildRawRequests(topic, parts, value, max(1, o.requestKB*1024/c.size), o.batchKB*1024/c.size)
 		conn, err := net.Dial("tcp", bp.addr)
 		if err != nil {
 			return nil, err
 		}
-		g := &rawConn{conn: conn, req: req, records: recs, inflight: o.inflight}
-		gens = append(gens, g)
+		gens = append(gens, &rawConn{conn: conn, reqs: reqs, records: recs, inflight: o.inflight})
+		var sum int64
+		for _, r := range recs {
+			sum += r
+		}
+		recordsPerReq += float64(sum) / float64(len(recs)) / float64(conns)
 	}
 	rtt := &latencies{}
-	perReq := gens[0].records * int64(c.size) * int64(len(gens))
-	// Warm-up: buffers and files of the broker at their steady size.
+	// Bytes of values per request; runRawConns counts requests over all
+	// connections, so volume/perReq of them carry volume bytes.
+	perReq := max(int64(recordsPerReq*float64(c.size)), 1)
+	// Warm-up: buffers and files of the broker at their steady size, and
+	// every partition written (its first batch creates its files).
 	warm := max(int64(len(gens)*o.inflight*2), min(volume/8, 64e6)/perReq)
+	for _, g := range gens {
+		warm = max(warm, int64(len(g.reqs)*len(gens)))
+	}
 	if _, err := runRawConns(ctx, gens, warm, nil); err != nil {
 		return nil, err
 	}
@@ -116,7 +136,7 @@ func runRawProduce(ctx context.Context, bp *brokerProc, c rawCase, topic string,
 	if !strings.HasPrefix(bp.spec.name, "floor") {
 		var sent int64
 		for _, g := range gens {
-			sent += g.sent.Load() * g.records
+			sent += g.acked.Load()
 		}
 		if err := checkEndOffsets(ctx, bp.addr, topic, sent); err != nil {
 			return nil, err
@@ -125,13 +145,18 @@ func runRawProduce(ctx context.Context, bp *brokerProc, c rawCase, topic string,
 	return out, nil
 }
 
-// rawConn is one connection of the raw workload and its prebuilt request.
+// rawConn is one connection of the raw workload and its prebuilt
+// requests, sent in turn.
 type rawConn struct {
 	conn     net.Conn
-	req      []byte // the whole request, size prefix included
-	records  int64  // records per request
+	reqs     [][]byte // whole requests, size prefix included
+	records  []int64  // the records of each request
 	inflight int
-	sent     atomic.Int64 // requests acknowledged, over the whole case
+	// next is the request sent next and corr the last correlation id
+	// sent, carried from one run to the next.
+	next  int
+	corr  uint32
+	acked atomic.Int64 // records acknowledged, over the whole case
 }
 
 // runRawConns sends requests requests spread over the connections (each
@@ -151,19 +176,20 @@ func runRawConns(ctx context.Context, gens []*rawConn, requests int64, rtt *late
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = g.run(ctx, share, rtt)
-			records.Add(share * g.records)
+			n, err := g.run(ctx, share, rtt)
+			errs[i] = err
+			records.Add(n)
 		}()
 	}
 	wg.Wait()
 	return records.Load(), errors.Join(errs...)
 }
 
-// run sends n requests on the connection with up to inflight outstanding
-// and checks every response.
-func (g *rawConn) run(ctx context.Context, n int64, rtt *latencies) error {
+// run sends n requests on the connection with up to inflight outstanding,
+// checks every response and returns the records acknowledged.
+func (g *rawConn) run(ctx context.Context, n int64, rtt *latencies) (int64, error) {
 	if n == 0 {
-		return nil
+		return 0, nil
 	}
 	stop := context.AfterFunc(ctx, func() { g.conn.SetDeadline(time.Now()) })
 	defer stop()
@@ -171,10 +197,13 @@ func (g *rawConn) run(ctx context.Context, n int64, rtt *latencies) error {
 	writeErr := make(chan error, 1)
 	done := make(chan struct{})
 	defer close(done) // a reader that gives up releases the writer
-	first := binary.BigEndian.Uint32(g.req[8:]) + 1
+	startCorr, startReq := g.corr, g.next
+	// The next run goes on from here (a failed one leaves the connection
+	// out of step, and the case fails with it).
+	g.corr, g.next = startCorr+uint32(n), (startReq+int(n%int64(len(g.reqs))))%len(g.reqs)
 	go func() {
 		defer close(sentAt)
-		corr := first - 1
+		corr, k := startCorr, startReq
 		for range n {
 			select {
 			case sentAt <- time.Now():
@@ -182,8 +211,10 @@ func (g *rawConn) run(ctx context.Context, n int64, rtt *latencies) error {
 				return
 			}
 			corr++
-			binary.BigEndian.PutUint32(g.req[8:], corr) // the broker echoes it; the reader checks the order
-			if _, err := g.conn.Write(g.req); err != nil {
+			req := g.reqs[k]
+			k = (k + 1) % len(g.reqs)
+			binary.BigEndian.PutUint32(req[8:], corr) // the broker echoes it; the reader checks the order
+			if _, err := g.conn.Write(req); err != nil {
 				writeErr <- err
 				return
 			}
@@ -191,52 +222,56 @@ func (g *rawConn) run(ctx context.Context, n int64, rtt *latencies) error {
 	}()
 	r := bufio.NewReaderSize(g.conn, 64<<10)
 	var (
-		buf  []byte
-		resp kmsg.ProduceResponse
+		buf   []byte
+		resp  kmsg.ProduceResponse
+		acked int64
 	)
 	resp.Version = rawProduceVersion
+	want, k := startCorr+1, startReq
 	for t := range sentAt {
 		var size [4]byte
 		if _, err := io.ReadFull(r, size[:]); err != nil {
-			return g.fail(writeErr, fmt.Errorf("read response: %w", err))
+			return acked, g.fail(writeErr, fmt.Errorf("read response: %w", err))
 		}
 		l := int(binary.BigEndian.Uint32(size[:]))
 		if l < 5 || l > 64<<20 {
-			return fmt.Errorf("response of %d bytes", l)
+			return acked, fmt.Errorf("response of %d bytes", l)
 		}
 		if cap(buf) < l {
 			buf = make([]byte, l)
 		}
 		buf = buf[:l]
 		if _, err := io.ReadFull(r, buf); err != nil {
-			return g.fail(writeErr, fmt.Errorf("read response: %w", err))
+			return acked, g.fail(writeErr, fmt.Errorf("read response: %w", err))
 		}
 		if rtt != nil {
 			rtt.add(time.Since(t))
 		}
-		if corr := binary.BigEndian.Uint32(buf); corr != first {
-			return fmt.Errorf("response to request %d, want %d", corr, first)
+		if corr := binary.BigEndian.Uint32(buf); corr != want {
+			return acked, fmt.Errorf("response to request %d, want %d", corr, want)
 		}
-		first++
+		want++
 		// Correlation id, then the flexible response header's empty tag
 		// section, then the body.
 		if err := resp.ReadFrom(buf[5:]); err != nil {
-			return fmt.Errorf("decode produce response: %w", err)
+			return acked, fmt.Errorf("decode produce response: %w", err)
 		}
 		for _, tp := range resp.Topics {
 			for _, pp := range tp.Partitions {
 				if err := kerr.ErrorForCode(pp.ErrorCode); err != nil {
-					return fmt.Errorf("produce %s[%d]: %w", tp.Topic, pp.Partition, err)
+					return acked, fmt.Errorf("produce %s[%d]: %w", tp.Topic, pp.Partition, err)
 				}
 			}
 		}
-		g.sent.Add(1)
+		acked += g.records[k]
+		g.acked.Add(g.records[k])
+		k = (k + 1) % len(g.reqs)
 	}
 	select {
 	case err := <-writeErr:
-		return fmt.Errorf("write request: %w", err)
+		return acked, fmt.Errorf("write request: %w", err)
 	default:
-		return nil
+		return acked, nil
 	}
 }
 
@@ -250,14 +285,42 @@ func (g *rawConn) fail(writeErr chan error, err error) error {
 	}
 }
 
-// buildRawRequest encodes a Produce request (v11, acks=all, 30 s
-// timeout) to topic's partitions, each with one batch of perRequest /
-// len(partitions) records (at least one) of value, and returns it with
-// its size prefix and its number of records.
-func buildRawRequest(topic string, partitions []int32, value []byte, perRequest int) ([]byte, int64) {
-	// At most kgo's largest batch (ProducerBatchMaxBytes, 1,000,012
-	// bytes), within every broker's default max.message.bytes.
-	perBatch := max(1, min(perRequest/len(partitions), (1_000_000-61)/(len(value)+16)))
+// maxRawBatchBytes bounds a raw batch: kgo's largest batch
+// (ProducerBatchMaxBytes, 1,000,012 bytes), within every broker's default
+// max.message.bytes.
+const maxRawBatchBytes = 1_000_000
+
+// buildRawRequests encodes the Produce requests (v11, acks=all, 30 s
+// timeout) that carry batches of value to partitions of topic, about
+// perRequest records a request, and returns them with their size prefixes
+// and their numbers of records. With perBatch 0, one request has a batch
+// for every partition, the records spread evenly (at least one a batch);
+// otherwise the batches hold perBatch records, perRequest/perBatch of
+// them (at least one) in a request, and the requests take the partitions
+// in order.
+func buildRawRequests(topic string, partitions []int32, value []byte, perRequest, perBatch int) ([][]byte, []int64) {
+	limit := (maxRawBatchBytes - 61) / (len(value) + 16)
+	if perBatch <= 0 {
+		req, recs := buildRawRequest(topic, partitions, value, max(1, min(perRequest/len(partitions), limit)))
+		return [][]byte{req}, []int64{recs}
+	}
+	perBatch = min(perBatch, limit)
+	per := max(1, perRequest/perBatch) // partitions a request
+	var (
+		reqs [][]byte
+		recs []int64
+	)
+	for from := 0; from < len(partitions); from += per {
+		req, n := buildRawRequest(topic, partitions[from:min(from+per, len(partitions))], value, perBatch)
+		reqs, recs = append(reqs, req), append(recs, n)
+	}
+	return reqs, recs
+}
+
+// buildRawRequest encodes one Produce request to topic's partitions, each
+// with one batch of perBatch records of value, and returns it with its
+// size prefix and its number of records.
+func buildRawRequest(topic string, partitions []int32, value []byte, perBatch int) ([]byte, int64) {
 	b := rawBatch(value, perBatch)
 	req := kmsg.NewPtrProduceRequest()
 	req.Version = rawProduceVersion
