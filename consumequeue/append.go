@@ -70,6 +70,19 @@ func (q *Queue) Append(pos int64, size int32, baseOffset int64, lastOffsetDelta 
 // rather than after, when the batch would be in the log but missing from
 // the queue. A failure is not sticky.
 func (q *Queue) Reserve(baseOffset int64) error {
+	// Most calls find the entry's block in the last file already
+	// allocated (files grow a page or more at a time, 102 entries a
+	// page): they are answered without the lock, which the Append that
+	// follows takes anyway. The appender, the only caller, is the only
+	// one that moves the write position, and allocation only grows, so
+	// the answer cannot go stale before that Append; a sticky failure
+	// still refuses the batch here.
+	if fs := *q.files.Load(); len(fs) > 0 && q.failure() == nil {
+		mf := fs[len(fs)-1].mf
+		if mf.WrotePosition()+EntrySize <= mf.Allocated() {
+			return nil
+		}
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err := q.changeableLocked(); err != nil {
