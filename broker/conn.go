@@ -85,6 +85,15 @@ type conn struct {
 		// scratch is handleProduce's.
 		scratch produceScratch
 	}
+	// fetch holds the connection's Fetch states (fetch_state.go).
+	fetch struct {
+		// cur is the state of the fetch being handled until its handler
+		// claims it; reader goroutine only.
+		cur *fetchState
+		// free is a state to decode the next fetch into; a parked fetch
+		// puts its state back from its own goroutine.
+		free atomic.Pointer[fetchState]
+	}
 }
 
 // outgoing is one response waiting to be written.
@@ -304,6 +313,9 @@ func (c *conn) handleFrame(frame []byte) error {
 	if req == c.produce.req {
 		defer c.releaseProduce()
 	}
+	if c.fetch.cur != nil {
+		defer c.releaseUnclaimedFetch()
+	}
 	if ce := c.lg.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(zap.String("api", kmsg.NameForKey(h.Key)), zap.Int16("version", h.Version), zap.Int32("correlation_id", h.CorrelationID))
 	}
@@ -350,7 +362,20 @@ func (c *conn) handleFrame(frame []byte) error {
 // stream of requests allocates nothing to decode: their handler holds
 // nothing of the request once it returns (the appends are done and the
 // response is its own).
+//
+// Fetch requests likewise decode into a fetch state of the connection's
+// (fetch_state.go), which the handler claims and recycles once the answer
+// is encoded, after a park if it parks.
 func (c *conn) parseBody(h protocol.Header, rest []byte) (kmsg.Request, error) {
+	if h.Key == 1 {
+		st := c.takeFetchState()
+		if err := protocol.ParseFetchBody(h, rest, &st.req); err != nil {
+			c.recycleFetch(st)
+			return nil, err
+		}
+		c.fetch.cur = st
+		return &st.req, nil
+	}
 	if h.Key != 0 {
 		return protocol.ParseBody(h, rest)
 	}

@@ -105,6 +105,9 @@ type fetchSession struct {
 	// taken off; dirtyMu is a leaf lock (taken under partition locks).
 	dirtyMu sync.Mutex
 	dirty   []*sessionPart
+	// dirtySpare is the array the dirty list had before takeDirty last
+	// took it; guarded by mu.
+	dirtySpare []*sessionPart
 	// readAll makes every fetch read every partition, as before skipping
 	// existed: the differential test compares the two.
 	readAll bool
@@ -303,18 +306,24 @@ func (s *fetchSession) topics() []kmsg.FetchRequestTopic {
 	for _, k := range s.order {
 		parts = append(parts, s.parts[k])
 	}
-	return topicList(parts)
+	return topicList(parts, nil)
 }
 
-// topicsFor is topics; unless all is set, only the partitions that are not
-// idle and those on the dirty list, which it empties. Its cost follows
-// those partitions, not the session's size. The caller holds s.mu.
-func (s *fetchSession) topicsFor(all bool) []kmsg.FetchRequestTopic {
+// topicsFor is topics, built in st's arrays; unless all is set, only the
+// partitions that are not idle and those on the dirty list, which it
+// empties. Its cost follows those partitions, not the session's size. The
+// caller holds s.mu.
+func (s *fetchSession) topicsFor(all bool, st *fetchState) []kmsg.FetchRequestTopic {
+	parts := st.sessionParts[:0]
 	if all {
 		s.takeDirty()
-		return s.topics()
+		for _, k := range s.order {
+			parts = append(parts, s.parts[k])
+		}
+		st.sessionParts = parts
+		st.sessionTopics = topicList(parts, st.sessionTopics)
+		return st.sessionTopics
 	}
-	parts := make([]*sessionPart, 0, len(s.active))
 	for sp := range s.active {
 		parts = append(parts, sp)
 	}
@@ -324,16 +333,22 @@ func (s *fetchSession) topicsFor(all bool) []kmsg.FetchRequestTopic {
 		}
 	}
 	slices.SortFunc(parts, func(a, b *sessionPart) int { return cmp.Compare(a.seq, b.seq) })
-	return topicList(parts)
+	st.sessionParts = parts
+	st.sessionTopics = topicList(parts, st.sessionTopics)
+	return st.sessionTopics
 }
 
-// takeDirty empties the dirty list and returns what it held. A part taken
-// off is dirty again at its partition's next change.
+// takeDirty empties the dirty list and returns what it held, valid until
+// the next takeDirty: the two arrays take turns, so that a session woken
+// on every record does not allocate a list each time. A part taken off is
+// dirty again at its partition's next change. The caller holds s.mu.
 func (s *fetchSession) takeDirty() []*sessionPart {
+	clear(s.dirtySpare)
 	s.dirtyMu.Lock()
 	d := s.dirty
-	s.dirty = nil
+	s.dirty = s.dirtySpare[:0]
 	s.dirtyMu.Unlock()
+	s.dirtySpare = d
 	for _, sp := range d {
 		sp.dirty.Store(false)
 	}
@@ -353,9 +368,10 @@ func (s *fetchSession) hasDirty() bool {
 // for one that parks), so it finds a part's topic without a map while
 // there are few: the last topic (parts of one topic are usually
 // neighbours), else a scan, and builds an index only past
-// topicListScanMax topics.
-func topicList(parts []*sessionPart) []kmsg.FetchRequestTopic {
-	var out []kmsg.FetchRequestTopic
+// topicListScanMax topics. It builds the list in out's arrays (the topic
+// array and each topic's partition array), which it overwrites.
+func topicList(parts []*sessionPart, out []kmsg.FetchRequestTopic) []kmsg.FetchRequestTopic {
+	out = out[:0]
 	var idx map[sessionKey]int
 	for _, p := range parts {
 		k := p.key
@@ -377,10 +393,13 @@ func topicList(parts []*sessionPart) []kmsg.FetchRequestTopic {
 			}
 		}
 		if i < 0 {
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = k.topic, k.topicID
-			out = append(out, rt)
-			i = len(out) - 1
+			i = len(out)
+			if i < cap(out) {
+				out = out[:i+1]
+				out[i] = kmsg.FetchRequestTopic{Topic: k.topic, TopicID: k.topicID, Partitions: out[i].Partitions[:0]}
+			} else {
+				out = append(out, kmsg.FetchRequestTopic{Topic: k.topic, TopicID: k.topicID})
+			}
 			switch {
 			case idx != nil:
 				idx[tk] = i

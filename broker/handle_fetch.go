@@ -134,22 +134,28 @@ type fetchPlan struct {
 }
 
 func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
+	// st is req's state (fetch_state.go): recycled once the answer is
+	// encoded, here or at the end of the park.
+	st := c.claimFetch(req)
 	sr := b.openSession(req)
 	fr := newFetchResult()
 	if sr.errCode != 0 {
 		b.metrics.apis[kmsg.Fetch.Int16()].countError(sr.errCode)
 		resp := protocol.FetchResponse{Version: req.Version, ErrorCode: sr.errCode}
 		protocol.EncodeFetchResponse(&fr.frame, 0, &resp)
+		c.recycleFetch(st)
 		return result{fetch: fr}, nil
 	}
 	skips := sr.incremental && b.sessionSkips(c) && !sr.session.readAll
-	plan := b.planFetch(c, req, b.fetchTopics(req, sr, skips))
+	plan := &st.plan
+	b.planFetch(c, req, b.fetchTopics(req, sr, skips, st), plan)
 	plan.sr = sr
 	total, anyErr := b.readFetch(plan, fr)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	if total >= plan.minBytes || anyErr || wait <= 0 || !plan.waitable() {
 		b.assembleFetch(plan, fr)
-		b.encodeFetch(req, plan, fr)
+		b.encodeFetch(req, st, fr)
+		c.recycleFetch(st)
 		return result{fetch: fr}, nil
 	}
 	// Park: let the files go, wait for data, then read again. The session
@@ -172,7 +178,10 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 	go func() {
 		defer b.wg.Done()
 		defer close(ready)
-		b.parkFetch(c, plan, wait)
+		// Recycled before ready closes: the writer may then recycle fr,
+		// and the reader decode the next fetch into the free state.
+		defer c.recycleFetch(st)
+		b.parkFetch(c, plan, st.parkTimer(wait))
 		if c.ctx.Err() != nil {
 			fr.frame.Bytes = fr.frame.Bytes[:0] // nothing to send; never a stale frame
 			return
@@ -181,12 +190,12 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 			// A skipped partition may be what changed: plan again from
 			// the session. Without a fault rule or an authorizer (skips),
 			// planning needs at most the connection's node.
-			plan = b.planFetch(node, req, b.fetchTopics(req, sr, true))
+			b.planFetch(node, req, b.fetchTopics(req, sr, true, st), plan)
 			plan.sr = sr
 		}
 		b.readFetch(plan, fr)
 		b.assembleFetch(plan, fr)
-		b.encodeFetch(req, plan, fr)
+		b.encodeFetch(req, st, fr)
 	}()
 	return result{fetch: fr, ready: ready}, nil
 }
@@ -194,13 +203,14 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 // fetchTopics is what a fetch reads: the request's topics, or for an
 // incremental session fetch the session's partitions, without those it
 // may skip (skips; fetch_session.go).
-func (b *Broker) fetchTopics(req *kmsg.FetchRequest, sr sessionRequest, skips bool) []kmsg.FetchRequestTopic {
+// The session's list is built in st's arrays.
+func (b *Broker) fetchTopics(req *kmsg.FetchRequest, sr sessionRequest, skips bool, st *fetchState) []kmsg.FetchRequestTopic {
 	if !sr.incremental {
 		return req.Topics
 	}
 	sr.session.mu.Lock()
 	defer sr.session.mu.Unlock()
-	return sr.session.topicsFor(!skips)
+	return sr.session.topicsFor(!skips, st)
 }
 
 // waitable reports whether a fetch could park: it reads a partition, or
@@ -218,10 +228,39 @@ func (plan *fetchPlan) waitable() bool {
 	return len(s.parts) > 0
 }
 
-// planFetch resolves the requested topics and partitions.
-func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchRequestTopic) *fetchPlan {
-	plan := &fetchPlan{version: req.Version, maxBytes: int64(req.MaxBytes), minBytes: int64(req.MinBytes),
-		committed: req.Version >= 4 && req.IsolationLevel == 1}
+// reset empties the plan for the next fetch, keeping its arrays (and the
+// partition arrays of its topics) but nothing they pointed to.
+func (plan *fetchPlan) reset() {
+	for i := range plan.topics {
+		clear(plan.topics[i].Partitions)
+		plan.topics[i] = protocol.FetchTopic{Partitions: plan.topics[i].Partitions[:0]}
+	}
+	plan.topics = plan.topics[:0]
+	clear(plan.parts)
+	plan.parts = plan.parts[:0]
+	*plan = fetchPlan{topics: plan.topics, parts: plan.parts}
+}
+
+// addTopic appends ft to the plan's topics, reusing the partition array of
+// the element it overwrites.
+func (plan *fetchPlan) addTopic(ft protocol.FetchTopic) {
+	n := len(plan.topics)
+	if n == cap(plan.topics) {
+		plan.topics = append(plan.topics, ft)
+		return
+	}
+	plan.topics = plan.topics[:n+1]
+	parts := plan.topics[n].Partitions[:0]
+	plan.topics[n] = ft
+	plan.topics[n].Partitions = parts
+}
+
+// planFetch resolves the requested topics and partitions into plan,
+// which it resets first.
+func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchRequestTopic, plan *fetchPlan) {
+	plan.reset()
+	plan.version, plan.maxBytes, plan.minBytes = req.Version, int64(req.MaxBytes), int64(req.MinBytes)
+	plan.committed = req.Version >= 4 && req.IsolationLevel == 1
 	if b.nodes != nil {
 		plan.listener = c.l.index
 	}
@@ -251,7 +290,7 @@ func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchR
 			errCode = kerr.TopicAuthorizationFailed.Code
 		}
 		ti := len(plan.topics)
-		plan.topics = append(plan.topics, ft)
+		plan.addTopic(ft)
 		for _, rp := range rt.Partitions {
 			fp := fetchPart{topic: ti, key: keyFor(req.Version, rt, rp.Partition), index: rp.Partition,
 				offset: rp.FetchOffset, maxBytes: int64(rp.PartitionMaxBytes), errCode: errCode}
@@ -284,7 +323,6 @@ func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchR
 			plan.parts = append(plan.parts, fp)
 		}
 	}
-	return plan
 }
 
 // readFetch reads every partition of the plan into fr under the byte
@@ -412,8 +450,7 @@ func (b *Broker) assembleFetch(plan *fetchPlan, fr *fetchResult) bool {
 // both ends, so a read_committed fetch may be woken by a move of the high
 // watermark alone (data behind an open transaction); it then waits again
 // instead of answering early with nothing new.
-func (b *Broker) parkFetch(c *conn, plan *fetchPlan, wait time.Duration) {
-	timer := time.NewTimer(wait)
+func (b *Broker) parkFetch(c *conn, plan *fetchPlan, timer *time.Timer) {
 	defer timer.Stop()
 	if s := plan.sr.session; s != nil {
 		b.parkSessionFetch(c, plan, s, timer)
@@ -515,17 +552,20 @@ func (b *Broker) sessionSkips(c *conn) bool {
 // encodeFetch builds the response frame; the writer patches in the
 // correlation id. Topics left without partitions (incremental sessions)
 // are dropped.
-func (b *Broker) encodeFetch(req *kmsg.FetchRequest, plan *fetchPlan, fr *fetchResult) {
+func (b *Broker) encodeFetch(req *kmsg.FetchRequest, st *fetchState, fr *fetchResult) {
+	plan := &st.plan
 	b.countFetch(plan)
 	resp := protocol.FetchResponse{Version: req.Version}
 	if plan.sr.session != nil {
 		resp.SessionID = plan.sr.session.id
 	}
+	resp.Topics = st.respTopics[:0]
 	for _, t := range plan.topics {
 		if len(t.Partitions) > 0 || !plan.sr.incremental {
 			resp.Topics = append(resp.Topics, t)
 		}
 	}
+	st.respTopics = resp.Topics
 	if b.nodes != nil {
 		resp.NodeEndpoints = b.fetchNodeEndpoints(plan)
 	}

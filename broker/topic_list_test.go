@@ -23,7 +23,7 @@ func TestTopicList(t *testing.T) {
 			want[name] = append(want[name], int32(i))
 			parts = append(parts, &sessionPart{key: sessionKey{topic: name, topicID: id, partition: int32(i)}, offset: int64(i)})
 		}
-		out := topicList(parts)
+		out := topicList(parts, nil)
 		if len(out) != len(order) {
 			t.Fatalf("%d topics: got %d in the list", topics, len(out))
 		}
