@@ -606,6 +606,11 @@ func (c *conn) writeLoop() {
 			case <-c.ctx.Done():
 			}
 		}
+		if fr := o.res.fetch; fr != nil && fr.parked != nil {
+			// A parked fetch waits here (handleFetch): it returns at
+			// once when the connection is gone.
+			c.b.finishParked(c, fr)
+		}
 		if c.ctx.Err() != nil {
 			// The connection is gone; a parked fetch that saw it has no
 			// response to send (select may pick ready or Done first).

@@ -58,8 +58,10 @@
 //     group-commit callback of an acks=-1 produce, a coordinator write)
 //     fills r and closes ch; until then r belongs to that completer and
 //     the writer waits, in order.
-//   - result{fetch: fr} (optionally with ready, a fetch parked for data)
-//     is a fetch response in the chunks-and-ranges form: the framing bytes
+//   - result{fetch: fr} is a fetch response in the chunks-and-ranges
+//     form (with ready, a share fetch still being answered; with
+//     fr.parked, a fetch parked for data, which the writer waits for,
+//     reads and encodes when it reaches it): the framing bytes
 //     are encoded by protocol, and the record bytes are sent by the writer
 //     from the commit-log files with sendfile(2) (writeFetch), then the
 //     files are released.

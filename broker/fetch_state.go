@@ -21,13 +21,19 @@ import (
 // arrives while the first is parked gets a new one, and of two states
 // finished at once only one is kept.
 type fetchState struct {
-	req  kmsg.FetchRequest
-	plan fetchPlan
+	req kmsg.FetchRequest
+	// fetch is the request being handled: &req, or for a state the
+	// handler made (claimFetch) the request it was given.
+	fetch *kmsg.FetchRequest
+	plan  fetchPlan
 	// sessionParts and sessionTopics are fetchSession.topicsFor's.
 	sessionParts  []*sessionPart
 	sessionTopics []kmsg.FetchRequestTopic
 	// respTopics is encodeFetch's topic list.
 	respTopics []protocol.FetchTopic
+	// skips is set on a parked fetch that may skip idle session
+	// partitions (handleFetch).
+	skips bool
 	// timer is the parked fetch's; stopped whenever the state is free
 	// (Go 1.23 timers: a stopped timer's channel holds no stale tick).
 	timer *time.Timer
@@ -55,10 +61,11 @@ func (c *conn) claimFetch(req *kmsg.FetchRequest) *fetchState {
 	if c != nil {
 		if st := c.fetch.cur; st != nil && &st.req == req {
 			c.fetch.cur = nil
+			st.fetch = req
 			return st
 		}
 	}
-	return new(fetchState)
+	return &fetchState{fetch: req}
 }
 
 // releaseUnclaimedFetch frees the state of a decoded fetch that no handler
@@ -100,6 +107,7 @@ func (st *fetchState) reset() bool {
 		return false
 	}
 	st.plan.reset()
+	st.fetch, st.skips = nil, false
 	clear(st.sessionParts)
 	st.sessionParts = st.sessionParts[:0]
 	clear(st.respTopics)

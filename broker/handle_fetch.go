@@ -58,6 +58,9 @@ type fetchResult struct {
 	// (read_committed); abortScratch receives them from the partition.
 	aborted      []protocol.AbortedTransaction
 	abortScratch []partition.AbortedTxn
+	// parked is the state of a fetch that waits for data: the writer
+	// finishes it (finishParked) before sending the result.
+	parked *fetchState
 }
 
 var fetchResults = sync.Pool{New: func() any { return new(fetchResult) }}
@@ -76,6 +79,10 @@ func (f *fetchResult) release() {
 // caller must not use it afterwards. Very large slices are dropped rather
 // than kept.
 func (f *fetchResult) recycle() {
+	if f.parked != nil {
+		f.parked.timer.Stop() // never finished: its connection is gone
+		f.parked = nil
+	}
 	f.release()
 	clear(f.spans)
 	f.spans = f.spans[:0]
@@ -165,39 +172,48 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 	if s := sr.session; s != nil {
 		s.watchPlan(plan)
 	}
-	// Planning again after the park needs nothing of the connection (busy
-	// with later requests by then, and their fault rules) but, in a
-	// simulated cluster, its node for the leader check: a stand-in
-	// carries that.
-	var node *conn
-	if b.nodes != nil {
-		node = &conn{b: b, l: c.l}
+	// The wait is the connection writer's (finishParked), which has
+	// nothing to send before this answer anyway, responses going in
+	// request order: no goroutine per park, and the wake goes straight to
+	// the goroutine that sends. The max wait counts from now.
+	st.skips = skips
+	st.parkTimer(wait)
+	fr.parked = st
+	return result{fetch: fr}, nil
+}
+
+// finishParked ends a parked fetch on its connection's writer: it waits
+// for data (parkFetch), then reads again and encodes the answer into fr;
+// when the connection closed meanwhile, fr is left with nothing to send.
+// It recycles the fetch's state.
+func (b *Broker) finishParked(c *conn, fr *fetchResult) {
+	st := fr.parked
+	fr.parked = nil
+	defer c.recycleFetch(st)
+	plan := &st.plan
+	b.parkFetch(c, plan, st.timer)
+	if c.ctx.Err() != nil {
+		fr.frame.Bytes = fr.frame.Bytes[:0] // nothing to send; never a stale frame
+		return
 	}
-	ready := make(chan struct{})
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		defer close(ready)
-		// Recycled before ready closes: the writer may then recycle fr,
-		// and the reader decode the next fetch into the free state.
-		defer c.recycleFetch(st)
-		b.parkFetch(c, plan, st.parkTimer(wait))
-		if c.ctx.Err() != nil {
-			fr.frame.Bytes = fr.frame.Bytes[:0] // nothing to send; never a stale frame
-			return
+	if st.skips {
+		// A skipped partition may be what changed: plan again from the
+		// session. Planning after the park needs nothing of the
+		// connection (its reader is busy with later requests by then,
+		// and their fault rules; skips means none fired here and there
+		// is no authorizer) but, in a simulated cluster, its node for
+		// the leader check: a stand-in carries that.
+		var node *conn
+		if b.nodes != nil {
+			node = &conn{b: b, l: c.l}
 		}
-		if skips {
-			// A skipped partition may be what changed: plan again from
-			// the session. Without a fault rule or an authorizer (skips),
-			// planning needs at most the connection's node.
-			b.planFetch(node, req, b.fetchTopics(req, sr, true, st), plan)
-			plan.sr = sr
-		}
-		b.readFetch(plan, fr)
-		b.assembleFetch(plan, fr)
-		b.encodeFetch(req, st, fr)
-	}()
-	return result{fetch: fr, ready: ready}, nil
+		sr := plan.sr
+		b.planFetch(node, st.fetch, b.fetchTopics(st.fetch, sr, true, st), plan)
+		plan.sr = sr
+	}
+	b.readFetch(plan, fr)
+	b.assembleFetch(plan, fr)
+	b.encodeFetch(st.fetch, st, fr)
 }
 
 // fetchTopics is what a fetch reads: the request's topics, or for an
