@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -17,9 +18,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // newTestServer starts an in-process broker on 127.0.0.1:0 with a
 // temporary data directory, closed at cleanup. edit may change settings.
+// Tests log at debug level; benchmarks at info, as the broker runs, so
+// that -benchmem counts the broker's allocations and not a debug line
+// per request.
 func newTestServer(t testing.TB, edit func(*Config)) *InProcess {
 	t.Helper()
-	ip, err := StartInProcess(t.TempDir(), edit, WithLogger(zaptest.NewLogger(t)))
+	var opts []zaptest.LoggerOption
+	if _, ok := t.(*testing.B); ok {
+		opts = append(opts, zaptest.Level(zap.InfoLevel))
+	}
+	ip, err := StartInProcess(t.TempDir(), edit, WithLogger(zaptest.NewLogger(t, opts...)))
 	if err != nil {
 		t.Fatalf("start broker: %v", err)
 	}
