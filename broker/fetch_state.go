@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,6 +35,10 @@ type fetchState struct {
 	// skips is set on a parked fetch that may skip idle session
 	// partitions (handleFetch).
 	skips bool
+	// cases and parkedParts are a parked sessionless fetch's select
+	// (parkFetch).
+	cases       []reflect.SelectCase
+	parkedParts []*fetchPart
 	// timer is the parked fetch's; stopped whenever the state is free
 	// (Go 1.23 timers: a stopped timer's channel holds no stale tick).
 	timer *time.Timer
@@ -103,7 +108,8 @@ func (st *fetchState) reset() bool {
 	for i := range st.sessionTopics {
 		parts += cap(st.sessionTopics[i].Partitions)
 	}
-	if parts > keptFetchPartitions || cap(st.plan.parts) > keptFetchPartitions || cap(st.sessionParts) > keptFetchPartitions {
+	if parts > keptFetchPartitions || cap(st.plan.parts) > keptFetchPartitions || cap(st.sessionParts) > keptFetchPartitions ||
+		cap(st.cases) > keptFetchPartitions {
 		return false
 	}
 	st.plan.reset()

@@ -191,7 +191,7 @@ func (b *Broker) finishParked(c *conn, fr *fetchResult) {
 	fr.parked = nil
 	defer c.recycleFetch(st)
 	plan := &st.plan
-	b.parkFetch(c, plan, st.timer)
+	b.parkFetch(c, st)
 	if c.ctx.Err() != nil {
 		fr.frame.Bytes = fr.frame.Bytes[:0] // nothing to send; never a stale frame
 		return
@@ -466,19 +466,26 @@ func (b *Broker) assembleFetch(plan *fetchPlan, fr *fetchResult) bool {
 // both ends, so a read_committed fetch may be woken by a move of the high
 // watermark alone (data behind an open transaction); it then waits again
 // instead of answering early with nothing new.
-func (b *Broker) parkFetch(c *conn, plan *fetchPlan, timer *time.Timer) {
+// A sessionless fetch's select cases are built in st's arrays.
+func (b *Broker) parkFetch(c *conn, st *fetchState) {
+	plan, timer := &st.plan, st.timer
 	defer timer.Stop()
 	if s := plan.sr.session; s != nil {
 		b.parkSessionFetch(c, plan, s, timer)
 		return
 	}
-	cases := []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.stop)},
-	}
+	cases := append(st.cases[:0],
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.stop)},
+	)
 	const fixed = 3
-	var parked []*fetchPart
+	parked := st.parkedParts[:0]
+	defer func() {
+		clear(cases)
+		clear(parked)
+		st.cases, st.parkedParts = cases[:0], parked[:0]
+	}()
 	for i := range plan.parts {
 		if fp := &plan.parts[i]; fp.p != nil {
 			parked = append(parked, fp)
