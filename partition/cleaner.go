@@ -224,6 +224,7 @@ func (s *Store) cleanerLoop(ctx context.Context, st *cleanerState, thread int) {
 		}
 		stats, err := p.cleanPass(ctx, st, s.throttle, s.cfg.Now().UnixMilli(), false)
 		p.cleanMu.Unlock() // taken by filthiest
+		st.m.Reset()       // the map's pages go back until the next pass
 		switch {
 		case errors.Is(err, errCleanAborted) || ctx.Err() != nil:
 		case err != nil:

@@ -3,6 +3,10 @@ package compact
 import (
 	"crypto/md5"
 	"encoding/binary"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // SlotSize is the memory of one key in an OffsetMap: a 128-bit key hash and
@@ -32,25 +36,53 @@ type slot struct {
 //
 // An OffsetMap is not safe for concurrent use.
 type OffsetMap struct {
-	slots []slot
-	mask  uint64 // len(slots)-1; len is a power of two
-	used  int
-	limit int // most keys before Put refuses new ones
+	// slots are in an anonymous mapping when mapped (NewOffsetMap), else
+	// on the heap. A slot holds no pointers, so either is safe.
+	slots  []slot
+	mapped bool
+	mask   uint64 // len(slots)-1; len is a power of two
+	used   int
+	limit  int // most keys before Put refuses new ones
 }
 
 // NewOffsetMap returns a map using at most memory bytes (at least one
 // slot's worth; a power-of-two number of slots, rounded down).
+//
+// A map of mappedMapMin bytes or more lives in an anonymous memory
+// mapping, outside the Go heap, and Reset gives its pages back to the
+// kernel: the default dedupe buffer is 128 MB, and on the heap it was
+// most of the broker's heap from the start, so the collector let garbage
+// grow by as much again before collecting (the resident memory that grew
+// case after case in kbench), and the map's pages, once a pass touched
+// them, stayed resident for good. Mapped, the map costs resident memory
+// only for the slots a pass touches, until the next Reset. Its mapping is
+// unmapped when the map is garbage.
 func NewOffsetMap(memory int64) *OffsetMap {
 	n := uint64(1)
 	for n*2*SlotSize <= uint64(max(memory, SlotSize)) {
 		n *= 2
 	}
-	return &OffsetMap{
-		slots: make([]slot, n),
+	m := &OffsetMap{
 		mask:  n - 1,
 		limit: max(1, int(float64(n)*LoadFactor)),
 	}
+	if size := n * SlotSize; size >= mappedMapMin {
+		mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err == nil {
+			m.slots = unsafe.Slice((*slot)(unsafe.Pointer(unsafe.SliceData(mem))), n)
+			m.mapped = true
+			runtime.AddCleanup(m, func(mem []byte) { unix.Munmap(mem) }, mem)
+			return m
+		}
+		// No mapping (address space limits): the heap will do.
+	}
+	m.slots = make([]slot, n)
+	return m
 }
+
+// mappedMapMin is the size from which an OffsetMap is mapped rather than
+// on the Go heap.
+const mappedMapMin = 1 << 20
 
 // hash is the key's MD5, the hash Kafka's cleaner uses: well spread and
 // wide enough that collisions do not happen in practice.
@@ -106,8 +138,16 @@ func (m *OffsetMap) Room() int { return m.limit - m.used }
 // Capacity is the most keys the map takes (its slots times LoadFactor).
 func (m *OffsetMap) Capacity() int { return m.limit }
 
-// Reset empties the map for the next pass, keeping its memory.
+// Reset empties the map for the next pass, keeping its memory; a mapped
+// map gives its pages back to the kernel (MADV_DONTNEED: they read as
+// zero when touched again), so a map between passes is not resident.
 func (m *OffsetMap) Reset() {
-	clear(m.slots)
 	m.used = 0
+	if m.mapped {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(m.slots))), len(m.slots)*SlotSize)
+		if unix.Madvise(b, unix.MADV_DONTNEED) == nil {
+			return
+		}
+	}
+	clear(m.slots)
 }

@@ -65,3 +65,34 @@ func BenchmarkOffsetMapPut(b *testing.B) {
 		i++
 	}
 }
+
+// TestMappedOffsetMapReset: a map large enough to be mapped outside the
+// heap keeps and finds keys, and after Reset (its pages given back) is
+// empty and takes keys again; a heap map does the same.
+func TestMappedOffsetMapReset(t *testing.T) {
+	for _, size := range []int64{mappedMapMin / 2, 4 * mappedMapMin} {
+		m := NewOffsetMap(size)
+		if want := size >= mappedMapMin; m.mapped != want {
+			t.Fatalf("%d bytes: mapped %v, want %v", size, m.mapped, want)
+		}
+		for round := range 3 {
+			for i := range 1000 {
+				if !m.Put(fmt.Appendf(nil, "k%d", i), int64(i+round)) {
+					t.Fatalf("%d bytes, round %d: key %d refused", size, round, i)
+				}
+			}
+			for i := range 1000 {
+				if got, ok := m.Get(fmt.Appendf(nil, "k%d", i)); !ok || got != int64(i+round) {
+					t.Fatalf("%d bytes, round %d: key %d at %d %v", size, round, i, got, ok)
+				}
+			}
+			m.Reset()
+			if m.Len() != 0 {
+				t.Fatalf("%d bytes: %d keys after Reset", size, m.Len())
+			}
+			if _, ok := m.Get([]byte("k1")); ok {
+				t.Fatalf("%d bytes: a key survived Reset", size)
+			}
+		}
+	}
+}
