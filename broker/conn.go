@@ -455,10 +455,10 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 	if c.tls {
 		threshold = math.MaxInt64 // every range is copied, then encrypted
 	}
-	var chunk *[]byte // taken from copyChunks at the first small range
+	var chunk *[]byte // taken at the first small range (takeCopyChunk)
 	defer func() {
 		if chunk != nil {
-			copyChunks.Put(chunk)
+			putCopyChunk(chunk)
 		}
 	}()
 	var cb []byte
@@ -475,10 +475,10 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 			continue
 		}
 		if chunk == nil {
-			chunk = copyChunks.Get().(*[]byte)
+			chunk = takeCopyChunk(f.Splices[i:], threshold)
 			cb = (*chunk)[:0]
 		}
-		if s.Range.Len > copyChunk {
+		if s.Range.Len > int64(cap(cb)) {
 			// Only on TLS connections: a batch larger than a chunk goes
 			// in chunk-sized pieces.
 			c.sw.Bytes(f.Bytes[prev:s.At])
@@ -594,6 +594,38 @@ func (c *conn) copyLarge(m *klog.MappedFile, cb []byte, off, n int64) ([]byte, e
 const copyChunk = 1 << 20
 
 var copyChunks = sync.Pool{New: func() any { b := make([]byte, 0, copyChunk); return &b }}
+
+// smallCopyChunk is the size of the buffers for responses whose ranges
+// below the copy threshold add up to no more: a consumer that keeps up
+// gets a record or a few per fetch, and a 1 MiB chunk for those, made
+// anew whenever a collection emptied the pool, was a tenth of what the
+// broker allocated end to end.
+const smallCopyChunk = 64 << 10
+
+var smallCopyChunks = sync.Pool{New: func() any { b := make([]byte, 0, smallCopyChunk); return &b }}
+
+// takeCopyChunk is a buffer for the ranges of splices below threshold: a
+// small one when they fit in it, else a full chunk.
+func takeCopyChunk(splices []protocol.Splice, threshold int64) *[]byte {
+	var n int64
+	for _, s := range splices {
+		if s.Range.Len < threshold {
+			if n += s.Range.Len; n > smallCopyChunk {
+				return copyChunks.Get().(*[]byte)
+			}
+		}
+	}
+	return smallCopyChunks.Get().(*[]byte)
+}
+
+// putCopyChunk returns a buffer of takeCopyChunk's to its pool.
+func putCopyChunk(b *[]byte) {
+	if cap(*b) == smallCopyChunk {
+		smallCopyChunks.Put(b)
+		return
+	}
+	copyChunks.Put(b)
+}
 
 // writeLoop writes responses in request order.
 func (c *conn) writeLoop() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -156,5 +157,36 @@ func BenchmarkFetchWake(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		w.cycle()
+	}
+}
+
+// TestTakeCopyChunk: a response whose ranges below the threshold add up
+// to a small chunk's size gets a small chunk; more, a full one; ranges
+// sent with sendfile do not count.
+func TestTakeCopyChunk(t *testing.T) {
+	splices := func(lens ...int64) []protocol.Splice {
+		var out []protocol.Splice
+		for _, n := range lens {
+			out = append(out, protocol.Splice{Range: protocol.FetchRange{Len: n}})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		s         []protocol.Splice
+		threshold int64
+		want      int
+	}{
+		{"one record", splices(1100), 16 << 10, smallCopyChunk},
+		{"exactly small", splices(smallCopyChunk/2, smallCopyChunk/2), 1 << 20, smallCopyChunk},
+		{"past small", splices(smallCopyChunk/2, smallCopyChunk/2, 1), 1 << 20, copyChunk},
+		{"past small in small ranges", splices(slices.Repeat([]int64{1000}, 66)...), 16 << 10, copyChunk},
+		{"large ranges go with sendfile", splices(1<<20, 1000, 1<<20), 16 << 10, smallCopyChunk},
+	} {
+		c := takeCopyChunk(tc.s, tc.threshold)
+		if cap(*c) != tc.want || len(*c) != 0 {
+			t.Errorf("%s: chunk of cap %d len %d, want cap %d", tc.name, cap(*c), len(*c), tc.want)
+		}
+		putCopyChunk(c)
 	}
 }
