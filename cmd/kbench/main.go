@@ -70,8 +70,9 @@
 //
 // With --addr no broker is started: produce, consume and e2e run against
 // that address (CPU figures only with --pid). --profile DIR writes CPU and
-// allocation profiles of the broker for each case (kbroker and kfake, not
-// kbroker-bin). Progress goes to standard error, the tables to standard
+// allocation profiles of the broker for each case, and its live heap at
+// the end of the case with the runtime's memory figures (kbroker and kfake,
+// not kbroker-bin). Progress goes to standard error, the tables to standard
 // output.
 package main
 
@@ -176,7 +177,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	scaleParts := fs.String("scale-partitions", "1,100,1000,10000", "partition `counts` of the scale workload (topics of 5 partitions)")
 	fs.DurationVar(&o.settle, "settle", time.Second, "pause after starting brokers, before the first case")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "`directory` for the brokers' data directories (removed afterwards)")
-	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the broker for each case into `directory`")
+	fs.StringVar(&o.profile, "profile", "", "write CPU, allocation and heap profiles of the broker for each case into `directory`")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every sample to `file` as JSON")
 	fs.IntVar(&o.raw.conns, "raw-conns", 4, "raw workload: `connections` producing at once")
 	fs.IntVar(&o.raw.inflight, "raw-inflight", 4, "raw workload: outstanding `requests` per connection")

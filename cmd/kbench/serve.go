@@ -38,7 +38,9 @@ import (
 //	unprofile      stop it                            → "ok"
 //
 // (with the allocation profile at both moments, FILE.allocs-base and
-// FILE.allocs: go tool pprof -sample_index=alloc_space -base FILE.allocs-base FILE.allocs)
+// FILE.allocs: go tool pprof -sample_index=alloc_space -base FILE.allocs-base FILE.allocs;
+// and at the end the live heap, FILE.heap, with the runtime's memory
+// figures in FILE.heap.txt)
 //
 //	stats          the Go heap's totals so far        → "stats <TotalAlloc bytes> <Mallocs>"
 //
@@ -182,6 +184,9 @@ func serveCommands(in io.Reader, out io.Writer) {
 				if err := writeAllocs(prof.Name() + ".allocs"); err != nil {
 					reply = "error " + err.Error()
 				}
+				if err := writeHeap(prof.Name() + ".heap"); err != nil {
+					reply = "error " + err.Error()
+				}
 				prof.Close()
 				prof = nil
 			}
@@ -198,6 +203,32 @@ func serveCommands(in io.Reader, out io.Writer) {
 		pprof.StopCPUProfile()
 		prof.Close()
 	}
+}
+
+// writeHeap writes, after a collection, the heap profile (what is live:
+// go tool pprof -sample_index=inuse_space) to path and the runtime's
+// memory figures to path.txt: where the broker's anonymous memory is at
+// the end of a case (the live heap, the heap the runtime keeps without
+// returning it, stacks), for the growth from case to case.
+func writeHeap(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		return err
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	const mb = 1 << 20
+	text := fmt.Sprintf("HeapAlloc %.1f MB\nHeapInuse %.1f MB\nHeapIdle %.1f MB\nHeapReleased %.1f MB\n"+
+		"StackInuse %.1f MB\nMSpan+MCache %.1f MB\nOtherSys+GCSys+BuckHash %.1f MB\nSys %.1f MB\nNumGC %d\nGoroutines %d\n",
+		float64(m.HeapAlloc)/mb, float64(m.HeapInuse)/mb, float64(m.HeapIdle)/mb, float64(m.HeapReleased)/mb,
+		float64(m.StackInuse)/mb, float64(m.MSpanInuse+m.MCacheInuse)/mb, float64(m.OtherSys+m.GCSys+m.BuckHashSys)/mb,
+		float64(m.Sys)/mb, m.NumGC, runtime.NumGoroutine())
+	return os.WriteFile(path+".txt", []byte(text), 0o644)
 }
 
 // writeAllocs writes the allocation profile so far to path. The profile
