@@ -474,6 +474,28 @@ func (b *Broker) parkFetch(c *conn, st *fetchState) {
 		b.parkSessionFetch(c, plan, s, timer)
 		return
 	}
+	if fp := plan.onlyWaitable(); fp != nil {
+		// One partition (most sessionless consumers of a partition, as
+		// librdkafka's): a plain select, which allocates nothing.
+		ch := plan.waitFor(fp)
+		for {
+			select {
+			case <-timer.C:
+				return
+			case <-c.ctx.Done():
+				return
+			case <-b.stop:
+				return
+			case <-ch:
+			}
+			ch = plan.waitFor(fp)
+			select {
+			case <-ch:
+				return // it moved
+			default:
+			}
+		}
+	}
 	cases := append(st.cases[:0],
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ctx.Done())},
@@ -505,6 +527,21 @@ func (b *Broker) parkFetch(c *conn, st *fetchState) {
 			cases[chosen].Chan = reflect.ValueOf(ch)
 		}
 	}
+}
+
+// onlyWaitable is the plan's one partition that a park waits on, or nil
+// when it has none or several.
+func (plan *fetchPlan) onlyWaitable() *fetchPart {
+	var only *fetchPart
+	for i := range plan.parts {
+		if fp := &plan.parts[i]; fp.p != nil {
+			if only != nil {
+				return nil
+			}
+			only = fp
+		}
+	}
+	return only
 }
 
 // parkSessionFetch is parkFetch for a fetch in a session: it waits on the
