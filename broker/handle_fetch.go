@@ -12,7 +12,9 @@ package broker
 // until the end of what it may read moves in one of its partitions (the
 // high watermark, or for read_committed the last stable offset) or
 // max_wait_ms passes; the connection keeps reading other requests
-// meanwhile.
+// meanwhile, and its writer, which sends answers in request order, does
+// the waiting (finishParked). A connection reuses its fetch's request,
+// plan and timer from one fetch to the next (fetch_state.go).
 //
 // Isolation (KIP-98, v4+): read_uncommitted (0) reads up to the high
 // watermark; read_committed (1) up to the last stable offset, and each
