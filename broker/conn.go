@@ -194,7 +194,9 @@ func (c *conn) readLoop() (gone bool) {
 			}
 		}
 		frame := buf[:0]
-		if int(n) > cap(buf) && n > keptFrame {
+		if budgeted && int(n) > cap(buf) && n > keptFrame {
+			// Only within the budget: get makes a buffer of the
+			// whole size before the bytes arrive.
 			frame = c.b.frames.get(int(n))
 		}
 		frame, err = protocol.ReadBody(br, n, frame)
