@@ -51,8 +51,13 @@ var produceCases = []produceCase{
 // brokers store and serve exactly what was produced.
 func produceOpts(addr string) []kgo.Opt {
 	return []kgo.Opt{kgo.SeedBrokers(addr), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.RequiredAcks(kgo.AllISRAcks())}
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(producerBuffer)}
 }
+
+// producerBuffer is the records a producer buffers (kgo's default, set so
+// that the warm-up below follows it): what a request can carry at most,
+// once the broker is slower than the producer.
+const producerBuffer = 50_000
 
 // runProduce produces volume bytes of record values to a new topic as
 // fast as one kgo
@@ -82,10 +87,16 @@ func runProduce(ctx context.Context, bp *brokerProc, c produceCase, topic string
 	}
 	value := randomValue(c.size)
 	// Warm-up: connections, producer ids, metadata, and the first 16 MB
-	// (at least 1,000 records), so that the producers' requests have
-	// grown to the size they keep and the broker's buffers with them:
-	// the window measures the steady state.
-	warm := max(1000*int64(len(cls)), min(volume/16, 16e6)/int64(c.size))
+	// and at least a producer's buffer per producer (at most its share of
+	// the window), so that the producers' requests have grown to the size
+	// they keep and the broker's buffers with them: the window measures
+	// the steady state. 16 MB in all was too little for 8 producers to 64
+	// partitions, whose requests grow to 51 MB (50,000 records of 1 KiB):
+	// the window then held the broker's first growth to them, 0.3–0.5 GB
+	// once per broker, and reported it as MB per GB.
+	clients := int64(len(cls))
+	warm := max(1000*clients, min(volume/16, 16e6)/int64(c.size),
+		clients*min(producerBuffer, volume/int64(c.size)/clients))
 	if err := produceN(ctx, cls, value, warm); err != nil {
 		return nil, err
 	}
