@@ -83,21 +83,13 @@ const (
 )
 
 // get returns the smallest cached buffer that holds n bytes, empty, or
-// else a new one of frameClass(n) bytes. A smaller cached buffer is left
-// for smaller requests rather than grown: growing it threw it away, and
+// nil. A smaller cached buffer is left for smaller requests: handed out
+// to grow from, as before, it was thrown away at the first growth, and
 // under several producers whose requests differ in size the cache kept
-// trading buffers it had for new ones a little larger.
-//
-// The new buffer is the request's whole size at once, before its bytes
-// arrive, as Kafka's memory pool allocates a request's buffer: the
-// caller holds n bytes of the broker's byte budget
-// (queued.max.request.bytes), which bounds what all connections can
-// claim at once, so a client that claims a large frame and sends little
-// holds no more memory than the budget it already holds. Grown in steps
-// from nothing instead, a 50 MB request allocated about 128 MB on the
-// way.
+// trading the buffers it had for new ones a little larger.
 func (fc *frameCache) get(n int) []byte {
 	fc.mu.Lock()
+	defer fc.mu.Unlock()
 	best := -1
 	for i, f := range fc.mu.bufs {
 		if c := cap(f.buf); c >= n && (best < 0 || c < cap(fc.mu.bufs[best].buf)) {
@@ -105,13 +97,35 @@ func (fc *frameCache) get(n int) []byte {
 		}
 	}
 	if best < 0 {
-		fc.mu.Unlock()
-		return make([]byte, 0, frameClass(n))
+		return nil
 	}
 	b := fc.mu.bufs[best].buf
 	fc.removeLocked(best)
-	fc.mu.Unlock()
 	return b[:0]
+}
+
+// grow is the connections' protocol.GrowFunc: a frame that no cached
+// buffer holds grows, as its bytes arrive, into cached buffers where
+// there are some and new ones where not, and the buffers it outgrows
+// are cached for smaller requests rather than dropped. A new buffer is
+// the next power of two, at most twice what arrived (a client that
+// claims a large frame and sends little gets no more), or, when that is
+// more, the frame's own size class: a 51 MB request ends in a 52 MiB
+// buffer, not a 64 MiB one.
+func (fc *frameCache) grow(buf []byte, need, size int) []byte {
+	var nb []byte
+	if need > keptFrame {
+		// Below, the connection's own buffer grows, as before.
+		nb = fc.get(need)
+	}
+	if nb == nil {
+		nb = make([]byte, 0, min(1<<bits.Len(uint(need-1)), frameClass(size)))
+	}
+	nb = append(nb, buf...)
+	if cap(buf) > keptFrame {
+		fc.put(buf)
+	}
+	return nb
 }
 
 // removeLocked takes buffer i out of the cache, keeping the others in
@@ -123,19 +137,30 @@ func (fc *frameCache) removeLocked(i int) {
 	fc.mu.bufs = fc.mu.bufs[:i+k]
 }
 
-// frameClass is the capacity of a new buffer for an n-byte request: n
-// rounded up to an eighth of its power of two (at most 12.5 % more), so
-// that a buffer also fits the next requests of about the same size while
-// a 51 MB request does not take 64 MiB, as a power of two would (eight
-// producers to 64 partitions send requests of 13–51 MB; eight 64 MiB
-// buffers did not fit the cache and were made anew).
+// frameClass is the capacity of the last buffer a request of n bytes grows
+// into: the next power of two up to frameClassFine, so that a buffer also
+// fits the next requests of about the same size (a producer's requests
+// vary from one to the next, and finer classes made a new buffer each time
+// one was a little larger than any before: 35 MB per GB produced with 100 B
+// records to 8 partitions), and above it n rounded up to an eighth of its
+// power of two (at most 12.5 % more), so that a 51 MB request does not
+// take 64 MiB (eight producers to 64 partitions send requests of
+// 13–51 MB; eight 64 MiB buffers did not fit the cache and were made
+// anew).
 func frameClass(n int) int {
-	if n <= 8 {
+	if n <= 1 {
 		return n
+	}
+	p := 1 << bits.Len(uint(n-1))
+	if p <= frameClassFine {
+		return p
 	}
 	shift := bits.Len(uint(n-1)) - 4
 	return ((n-1)>>shift + 1) << shift
 }
+
+// frameClassFine is the largest power of two frameClass rounds up to.
+const frameClassFine = 16 << 20
 
 // put caches b for the next large request. When it does not fit
 // otherwise, the smallest buffers go first (the oldest among equals): a

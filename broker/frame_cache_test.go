@@ -8,12 +8,12 @@ import (
 )
 
 // TestFrameCacheBestFit: get hands out the smallest buffer that holds the
-// request, else a new one of the request's size class, leaving the smaller
-// cached buffers for smaller requests.
+// request, else nil, leaving the smaller cached buffers for smaller
+// requests.
 func TestFrameCacheBestFit(t *testing.T) {
 	var fc frameCache
-	if b := fc.get(1<<20 + 1); len(b) != 0 || cap(b) != frameClass(1<<20+1) {
-		t.Fatalf("empty cache: got len %d cap %d, want 0 and %d", len(b), cap(b), frameClass(1<<20+1))
+	if b := fc.get(1 << 20); b != nil {
+		t.Fatalf("empty cache: got a buffer of %d bytes", cap(b))
 	}
 	for _, size := range []int{4 << 20, 2 << 20, 8 << 20} {
 		fc.put(make([]byte, 10, size))
@@ -21,20 +21,56 @@ func TestFrameCacheBestFit(t *testing.T) {
 	if b := fc.get(3 << 20); cap(b) != 4<<20 || len(b) != 0 {
 		t.Fatalf("get(3 MiB): got len %d cap %d, want 0 and 4 MiB", len(b), cap(b))
 	}
-	if b := fc.get(9<<20 + 1); cap(b) != 10<<20 {
-		t.Fatalf("get(9 MiB + 1): got cap %d, want a new one of 10 MiB", cap(b))
+	if b := fc.get(16 << 20); b != nil {
+		t.Fatalf("get(16 MiB): got cap %d, want none", cap(b))
 	}
 	if n, bytes := fc.cached(); n != 2 || bytes != 10<<20 {
 		t.Fatalf("got %d buffers, %d bytes cached, want 2 of 2 and 8 MiB", n, bytes)
 	}
 }
 
-// TestFrameClass: a new buffer is at most an eighth of its power of two
-// larger than the request, and at least as large.
+// TestFrameCacheGrow: a frame grows through cached buffers where they
+// hold the next step, else new ones of at most twice what arrived (the
+// last one of the frame's size class), and the buffers it outgrows are
+// cached.
+func TestFrameCacheGrow(t *testing.T) {
+	var fc frameCache
+	fc.put(make([]byte, 0, 32<<20))
+	const size = 48<<20 + 1
+	buf := make([]byte, 16<<20, 16<<20)
+	buf[0] = 1
+	buf = fc.grow(buf, 32<<20, size) // the cached 32 MiB buffer; 16 MiB cached in its place
+	if cap(buf) != 32<<20 || len(buf) != 16<<20 || buf[0] != 1 {
+		t.Fatalf("first step: got len %d cap %d first byte %d, want 16 MiB of 32 MiB holding the bytes", len(buf), cap(buf), buf[0])
+	}
+	buf = buf[:32<<20]
+	buf = fc.grow(buf, size, size) // new: the class of 48 MiB + 1, 52 MiB, under 64
+	if cap(buf) != 52<<20 || buf[0] != 1 {
+		t.Fatalf("last step: got cap %d, want 52 MiB", cap(buf))
+	}
+	if n, bytes := fc.cached(); n != 2 || bytes != 48<<20 {
+		t.Fatalf("got %d buffers, %d bytes cached, want the outgrown 16 and 32 MiB ones", n, bytes)
+	}
+	small := fc.grow(make([]byte, 64<<10), 128<<10, 1<<20) // small ones neither come from the cache nor go there
+	if cap(small) != 128<<10 {
+		t.Fatalf("small step: got cap %d, want 128 KiB", cap(small))
+	}
+	if n, _ := fc.cached(); n != 2 {
+		t.Fatalf("a buffer of keptFrame or less was cached")
+	}
+}
+
+// TestFrameClass: a new buffer is the next power of two up to
+// frameClassFine, and above it at most an eighth of its power of two
+// larger than the request.
 func TestFrameClass(t *testing.T) {
-	for _, n := range []int{1, 8, 9, 17, 1 << 20, 1<<20 + 1, 51222493, 100 << 20} {
-		c := frameClass(n)
-		if c < n || float64(c) > float64(n)*1.125+1 {
+	for _, n := range []int{1, 2, 3, 1 << 20, 1<<20 + 1, 9 << 20, frameClassFine} {
+		if c := frameClass(n); c < n || c&(c-1) != 0 || c >= 2*n {
+			t.Errorf("frameClass(%d) = %d, want the next power of two", n, c)
+		}
+	}
+	for _, n := range []int{frameClassFine + 1, 51222493, 100 << 20} {
+		if c := frameClass(n); c < n || float64(c) > float64(n)*1.125+1 {
 			t.Errorf("frameClass(%d) = %d, want within [n, 1.125n]", n, c)
 		}
 	}
