@@ -12,9 +12,11 @@ import (
 // contract.
 type result struct {
 	// resp is the response; when ready is not nil it is complete only once
-	// ready is closed.
+	// ready yields.
 	resp kmsg.Response
-	// ready is closed by whoever completes a pending response.
+	// ready yields (is closed, or, for a pooled produce response, carries
+	// one token that the writer takes) once whoever completes a pending
+	// response has.
 	ready <-chan struct{}
 	// none means the request gets no response (Produce with acks=0).
 	none bool

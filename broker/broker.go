@@ -154,6 +154,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	b.idx = indexAPIs(b.apis)
 	b.metrics = newRequestMetrics(b.apis)
 	b.budget = newByteBudget(cfg.QueuedMaxRequestBytes)
+	b.frames.limit = 2 * cfg.QueuedMaxRequestBytes
 	if b.faults == nil {
 		b.faults = newFaults()
 	}

@@ -76,6 +76,9 @@ type conn struct {
 	// host is the peer's IP address as Kafka prints it, which
 	// host-restricted ACLs match (acl.HostAddress).
 	host string
+	// grow is the broker's frames.grow, taken once (a method value
+	// allocates each time).
+	grow protocol.GrowFunc
 	// produce is what the connection reuses for its Produce requests;
 	// reader goroutine only.
 	produce struct {
@@ -119,6 +122,7 @@ func newConn(b *Broker, l *listener, nc net.Conn) *conn {
 		principal: anonymous,
 		host:      connHost(nc),
 	}
+	c.grow = b.frames.grow
 	if l.sasl() {
 		c.auth = &saslState{deadline: time.Now().Add(b.authTimeout())}
 	}
@@ -204,9 +208,11 @@ func (c *conn) readLoop() (gone bool) {
 		}
 		frame := buf[:0]
 		if int(n) > cap(buf) && n > keptFrame {
-			frame = c.b.frames.get(int(n))
+			if f := c.b.frames.get(int(n)); f != nil {
+				frame = f
+			}
 		}
-		frame, err = protocol.ReadBody(br, n, frame)
+		frame, err = protocol.ReadBodyGrow(br, n, frame, c.grow)
 		if err == nil {
 			err = c.handleFrame(frame)
 		} else {

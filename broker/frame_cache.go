@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math/bits"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -16,8 +17,7 @@ import (
 // the next large request then grew a new buffer from 64 KiB in doubling
 // steps (protocol.ReadBody), twice its size in allocation. A buffer stays
 // here until it has not been used for frameIdle, so an idle broker still
-// holds none after that, and the cache never holds more than
-// frameCacheBytes.
+// holds none after that, and the cache never holds more than its limit.
 //
 // Each broker has its own (brokers in one process do not share one
 // budget), and when a sweep empties it after at least frameReleaseMin
@@ -31,7 +31,16 @@ type frameCache struct {
 	// release returns free heap memory to the operating system; nil is
 	// debug.FreeOSMemory. Set before first use (tests).
 	release func()
-	mu      struct {
+	// limit bounds the bytes cached; 0 is frameCacheBytes. The broker
+	// sets twice its queued.max.request.bytes: the byte budget bounds
+	// the buffers in use (a connection holds one only while it reads and
+	// handles a request), and this the ones of connections between
+	// requests. Producers to many partitions send requests of tens of
+	// MB (one 1 MB batch per partition): eight to 64 partitions sent up
+	// to 51 MB each, eight buffers of 52 MiB, of which the 256 MiB the
+	// cache held before kept four; the others were made again.
+	limit int64
+	mu    struct {
 		sync.Mutex
 		// bufs are the cached buffers, in the order they were put.
 		bufs []cachedFrame
@@ -54,13 +63,10 @@ type cachedFrame struct {
 }
 
 const (
-	// frameCacheBytes bounds the bytes cached: the default
-	// queued.max.request.bytes, which bounds the requests being read at
-	// once anyway. Producers to many partitions send requests of tens of
-	// MB (one 1 MB batch per partition of a broker): with 8 of them to
-	// 64 partitions, a 64 MiB cache kept too few and the broker
-	// allocated 1.3 GB per GB produced.
-	frameCacheBytes = 256 << 20
+	// frameCacheBytes bounds the bytes cached when the broker sets no
+	// limit: twice the default queued.max.request.bytes (see
+	// frameCache.limit).
+	frameCacheBytes = 512 << 20
 	// frameCacheCount bounds the buffers cached.
 	frameCacheCount = 32
 	// frameIdle is how long an unused buffer stays: longer than a
@@ -76,22 +82,17 @@ const (
 	frameReleaseMin = 16 << 20
 )
 
-// get returns the smallest cached buffer that holds n bytes, empty. If
-// none does, it returns the largest one (protocol.ReadBody grows it as the
-// bytes arrive, from its capacity rather than from nothing), or nil.
+// get returns the smallest cached buffer that holds n bytes, empty, or
+// nil. A smaller cached buffer is left for smaller requests: handed out
+// to grow from, as before, it was thrown away at the first growth, and
+// under several producers whose requests differ in size the cache kept
+// trading the buffers it had for new ones a little larger.
 func (fc *frameCache) get(n int) []byte {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	best := -1
 	for i, f := range fc.mu.bufs {
-		c, bc := cap(f.buf), 0
-		if best >= 0 {
-			bc = cap(fc.mu.bufs[best].buf)
-		}
-		switch {
-		case best < 0,
-			c >= n && (bc < n || c < bc), // fits, and better than best
-			bc < n && c > bc:             // nothing fits yet: the largest
+		if c := cap(f.buf); c >= n && (best < 0 || c < cap(fc.mu.bufs[best].buf)) {
 			best = i
 		}
 	}
@@ -99,30 +100,93 @@ func (fc *frameCache) get(n int) []byte {
 		return nil
 	}
 	b := fc.mu.bufs[best].buf
-	k := copy(fc.mu.bufs[best:], fc.mu.bufs[best+1:])
-	fc.mu.bufs[best+k] = cachedFrame{}
-	fc.mu.bufs = fc.mu.bufs[:best+k]
-	fc.mu.bytes -= int64(cap(b))
+	fc.removeLocked(best)
 	return b[:0]
 }
 
-// put caches b for the next large request, evicting the oldest buffers if
-// it does not fit otherwise; a buffer larger than the whole cache is
-// dropped.
+// grow is the connections' protocol.GrowFunc: a frame that no cached
+// buffer holds grows, as its bytes arrive, into cached buffers where
+// there are some and new ones where not, and the buffers it outgrows
+// are cached for smaller requests rather than dropped. A new buffer is
+// the next power of two, at most twice what arrived (a client that
+// claims a large frame and sends little gets no more), or, when that is
+// more, the frame's own size class: a 51 MB request ends in a 52 MiB
+// buffer, not a 64 MiB one.
+func (fc *frameCache) grow(buf []byte, need, size int) []byte {
+	var nb []byte
+	if need > keptFrame {
+		// Below, the connection's own buffer grows, as before.
+		nb = fc.get(need)
+	}
+	if nb == nil {
+		nb = make([]byte, 0, min(1<<bits.Len(uint(need-1)), frameClass(size)))
+	}
+	nb = append(nb, buf...)
+	if cap(buf) > keptFrame {
+		fc.put(buf)
+	}
+	return nb
+}
+
+// removeLocked takes buffer i out of the cache, keeping the others in
+// the order they were put.
+func (fc *frameCache) removeLocked(i int) {
+	fc.mu.bytes -= int64(cap(fc.mu.bufs[i].buf))
+	k := copy(fc.mu.bufs[i:], fc.mu.bufs[i+1:])
+	fc.mu.bufs[i+k] = cachedFrame{}
+	fc.mu.bufs = fc.mu.bufs[:i+k]
+}
+
+// frameClass is the capacity of the last buffer a request of n bytes grows
+// into: the next power of two up to frameClassFine, so that a buffer also
+// fits the next requests of about the same size (a producer's requests
+// vary from one to the next, and finer classes made a new buffer each time
+// one was a little larger than any before: 35 MB per GB produced with 100 B
+// records to 8 partitions), and above it n rounded up to an eighth of its
+// power of two (at most 12.5 % more), so that a 51 MB request does not
+// take 64 MiB (eight producers to 64 partitions send requests of
+// 13–51 MB; eight 64 MiB buffers did not fit the cache and were made
+// anew).
+func frameClass(n int) int {
+	if n <= 1 {
+		return n
+	}
+	p := 1 << bits.Len(uint(n-1))
+	if p <= frameClassFine {
+		return p
+	}
+	shift := bits.Len(uint(n-1)) - 4
+	return ((n-1)>>shift + 1) << shift
+}
+
+// frameClassFine is the largest power of two frameClass rounds up to.
+const frameClassFine = 16 << 20
+
+// put caches b for the next large request. When it does not fit
+// otherwise, the smallest buffers go first (the oldest among equals): a
+// large buffer serves any request, a small one only small ones, and is
+// cheaper to make again. A buffer larger than the whole cache is dropped.
 func (fc *frameCache) put(b []byte) {
 	c := int64(cap(b))
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
-	if c > frameCacheBytes || fc.mu.closed {
+	limit := fc.limit
+	if limit <= 0 {
+		limit = frameCacheBytes
+	}
+	if c > limit || fc.mu.closed {
 		fc.mu.dropped += c
 		return
 	}
-	for len(fc.mu.bufs) > 0 && (len(fc.mu.bufs) >= frameCacheCount || fc.mu.bytes+c > frameCacheBytes) {
-		fc.mu.bytes -= int64(cap(fc.mu.bufs[0].buf))
-		fc.mu.dropped += int64(cap(fc.mu.bufs[0].buf))
-		n := copy(fc.mu.bufs, fc.mu.bufs[1:])
-		fc.mu.bufs[n] = cachedFrame{}
-		fc.mu.bufs = fc.mu.bufs[:n]
+	for len(fc.mu.bufs) > 0 && (len(fc.mu.bufs) >= frameCacheCount || fc.mu.bytes+c > limit) {
+		small := 0
+		for i, f := range fc.mu.bufs {
+			if cap(f.buf) < cap(fc.mu.bufs[small].buf) {
+				small = i
+			}
+		}
+		fc.mu.dropped += int64(cap(fc.mu.bufs[small].buf))
+		fc.removeLocked(small)
 	}
 	fc.mu.bufs = append(fc.mu.bufs, cachedFrame{buf: b[:0], at: time.Now()})
 	fc.mu.bytes += c

@@ -8,7 +8,8 @@ import (
 )
 
 // TestFrameCacheBestFit: get hands out the smallest buffer that holds the
-// request, else the largest (to grow from), else nil.
+// request, else nil, leaving the smaller cached buffers for smaller
+// requests.
 func TestFrameCacheBestFit(t *testing.T) {
 	var fc frameCache
 	if b := fc.get(1 << 20); b != nil {
@@ -20,20 +21,87 @@ func TestFrameCacheBestFit(t *testing.T) {
 	if b := fc.get(3 << 20); cap(b) != 4<<20 || len(b) != 0 {
 		t.Fatalf("get(3 MiB): got len %d cap %d, want 0 and 4 MiB", len(b), cap(b))
 	}
-	if b := fc.get(16 << 20); cap(b) != 8<<20 {
-		t.Fatalf("get(16 MiB): got cap %d, want the largest, 8 MiB", cap(b))
+	if b := fc.get(16 << 20); b != nil {
+		t.Fatalf("get(16 MiB): got cap %d, want none", cap(b))
 	}
-	if n, bytes := fc.cached(); n != 1 || bytes != 2<<20 {
-		t.Fatalf("got %d buffers, %d bytes cached, want 1 of 2 MiB", n, bytes)
+	if n, bytes := fc.cached(); n != 2 || bytes != 10<<20 {
+		t.Fatalf("got %d buffers, %d bytes cached, want 2 of 2 and 8 MiB", n, bytes)
 	}
 }
 
-// TestFrameCacheBounds: the cache holds at most frameCacheBytes and
-// frameCacheCount buffers, evicting the oldest, and drops a buffer larger
-// than itself.
-func TestFrameCacheBounds(t *testing.T) {
+// TestFrameCacheGrow: a frame grows through cached buffers where they
+// hold the next step, else new ones of at most twice what arrived (the
+// last one of the frame's size class), and the buffers it outgrows are
+// cached.
+func TestFrameCacheGrow(t *testing.T) {
 	var fc frameCache
-	fc.put(make([]byte, 0, frameCacheBytes+1))
+	fc.put(make([]byte, 0, 32<<20))
+	const size = 48<<20 + 1
+	buf := make([]byte, 16<<20, 16<<20)
+	buf[0] = 1
+	buf = fc.grow(buf, 32<<20, size) // the cached 32 MiB buffer; 16 MiB cached in its place
+	if cap(buf) != 32<<20 || len(buf) != 16<<20 || buf[0] != 1 {
+		t.Fatalf("first step: got len %d cap %d first byte %d, want 16 MiB of 32 MiB holding the bytes", len(buf), cap(buf), buf[0])
+	}
+	buf = buf[:32<<20]
+	buf = fc.grow(buf, size, size) // new: the class of 48 MiB + 1, 52 MiB, under 64
+	if cap(buf) != 52<<20 || buf[0] != 1 {
+		t.Fatalf("last step: got cap %d, want 52 MiB", cap(buf))
+	}
+	if n, bytes := fc.cached(); n != 2 || bytes != 48<<20 {
+		t.Fatalf("got %d buffers, %d bytes cached, want the outgrown 16 and 32 MiB ones", n, bytes)
+	}
+	small := fc.grow(make([]byte, 64<<10), 128<<10, 1<<20) // small ones neither come from the cache nor go there
+	if cap(small) != 128<<10 {
+		t.Fatalf("small step: got cap %d, want 128 KiB", cap(small))
+	}
+	if n, _ := fc.cached(); n != 2 {
+		t.Fatalf("a buffer of keptFrame or less was cached")
+	}
+}
+
+// TestFrameClass: a new buffer is the next power of two up to
+// frameClassFine, and above it at most an eighth of its power of two
+// larger than the request.
+func TestFrameClass(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 1 << 20, 1<<20 + 1, 9 << 20, frameClassFine} {
+		if c := frameClass(n); c < n || c&(c-1) != 0 || c >= 2*n {
+			t.Errorf("frameClass(%d) = %d, want the next power of two", n, c)
+		}
+	}
+	for _, n := range []int{frameClassFine + 1, 51222493, 100 << 20} {
+		if c := frameClass(n); c < n || float64(c) > float64(n)*1.125+1 {
+			t.Errorf("frameClass(%d) = %d, want within [n, 1.125n]", n, c)
+		}
+	}
+	if got := frameClass(51222493); got != 52<<20 {
+		t.Errorf("frameClass(51222493) = %d, want 52 MiB", got)
+	}
+}
+
+// TestFrameCacheEvictsSmallest: over its bounds the cache lets the
+// smallest buffers go, keeping the large ones that serve any request.
+func TestFrameCacheEvictsSmallest(t *testing.T) {
+	fc := frameCache{limit: 256 << 20}
+	fc.put(make([]byte, 0, 96<<20))
+	fc.put(make([]byte, 0, 8<<20))
+	fc.put(make([]byte, 0, 96<<20))
+	fc.put(make([]byte, 0, 64<<20)) // 264 MiB: the 8 MiB one goes
+	if n, bytes := fc.cached(); n != 3 || bytes != 256<<20 {
+		t.Fatalf("got %d buffers, %d bytes, want the 96, 96 and 64 MiB ones", n, bytes)
+	}
+	if b := fc.get(90 << 20); cap(b) != 96<<20 {
+		t.Fatalf("get(90 MiB): got cap %d, want a cached 96 MiB one", cap(b))
+	}
+}
+
+// TestFrameCacheBounds: the cache holds at most its limit in bytes
+// (frameCacheBytes unless the broker sets one) and frameCacheCount
+// buffers, evicting the smallest, and drops a buffer larger than itself.
+func TestFrameCacheBounds(t *testing.T) {
+	const limit = 128 << 20
+	fc := frameCache{limit: limit}
+	fc.put(make([]byte, 0, limit+1))
 	if n, _ := fc.cached(); n != 0 {
 		t.Fatalf("a buffer larger than the cache was kept")
 	}
@@ -43,9 +111,14 @@ func TestFrameCacheBounds(t *testing.T) {
 	if n, bytes := fc.cached(); n != frameCacheCount || bytes != frameCacheCount*2<<20 {
 		t.Fatalf("got %d buffers, %d bytes, want %d", n, bytes, frameCacheCount)
 	}
-	fc.put(make([]byte, 0, frameCacheBytes-4<<20))
-	if n, bytes := fc.cached(); bytes > frameCacheBytes || n != 3 {
-		t.Fatalf("got %d buffers, %d bytes, want 3 within %d", n, bytes, frameCacheBytes)
+	fc.put(make([]byte, 0, limit-4<<20))
+	if n, bytes := fc.cached(); bytes > limit || n != 3 {
+		t.Fatalf("got %d buffers, %d bytes, want 3 within %d", n, bytes, limit)
+	}
+	var unset frameCache
+	unset.put(make([]byte, 0, limit+1))
+	if n, _ := unset.cached(); n != 1 {
+		t.Fatalf("without a limit, a %d-byte buffer was not kept (frameCacheBytes %d)", limit+1, frameCacheBytes)
 	}
 }
 

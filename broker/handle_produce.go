@@ -413,16 +413,10 @@ func (b *Broker) produceResult(req *kmsg.ProduceRequest, pr *produceResponse, fa
 	case req.Acks != -1 || maxEnd == 0 || b.store.FlushMode() != partition.FlushSync:
 		return result{resp: resp, produce: pr}, nil
 	}
-	ready := make(chan struct{})
-	version := req.Version
-	// From here on resp belongs to the callback until ready is closed.
-	b.store.SubmitDurable(maxEnd, func(err error) {
-		if err != nil {
-			failProduceDurability(resp, version, err)
-		}
-		close(ready)
-	})
-	return result{resp: resp, ready: ready, produce: pr}, nil
+	// From here on resp belongs to the group commit's callback until it
+	// signals pr.durable.
+	b.store.SubmitFlush(maxEnd, pr.awaitDurable())
+	return result{resp: resp, ready: pr.durable, produce: pr}, nil
 }
 
 // failProduceDurability gives every appended partition the error of the flush

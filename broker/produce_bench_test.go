@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net"
 	"runtime"
 	"syscall"
 	"testing"
@@ -14,105 +15,221 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/kbroker/kbroker/topic"
 )
 
-// BenchmarkProduceMultiPartition sends produce requests as an idempotent
-// kgo producer does to a topic of several partitions: one request carries
-// one batch for each partition (v13, topic by id, acks=-1 in async mode),
-// each batch a few dozen 100 B or 1 KiB records with the next sequence
-// number. The request is sent over a raw connection and its response read,
-// one at a time, so that the allocations counted are the broker's (the
-// client reuses its buffers). "allocMB/GB" is what the whole process
-// allocated per GB of record batches produced, the figure issue 18 bounds
-// at 10.
+// BenchmarkProduceMultiPartition sends produce requests as idempotent kgo
+// producers do to a topic of several partitions: one request carries one
+// batch for each partition (v13, topic by id, acks=-1), each batch a few
+// dozen 100 B or 1 KiB records with the next sequence number. Each
+// producer sends its requests over a raw connection and reads each
+// response before the next (rawProducer), so that the allocations
+// counted are the broker's (the clients reuse their buffers).
+// "allocMB/GB" is what the whole process allocated per GB of record
+// batches produced, the figure issue 18 bounds at 10.
+//
+// The conns=8 cases are kbench's "64 partitions, 8 producers" shape:
+// eight connections at once (an op is one request from each), requests
+// of 1–4 MB that change size from one to the next, so that they go
+// through the broker's shared cache of large request buffers
+// (frame_cache.go), in async and in sync flush mode.
 //
 //	go test -run '^$' -bench BenchmarkProduceMultiPartition -benchtime 2000x ./broker/
 func BenchmarkProduceMultiPartition(b *testing.B) {
-	for _, c := range []struct{ partitions, records, valueSize int }{
-		{1, 64, 100}, {8, 64, 100}, {64, 16, 100}, {8, 16, 1024}, {64, 4, 1024},
+	for _, c := range []struct {
+		conns, partitions int
+		records           []int
+		valueSize         int
+		flush             string
+	}{
+		{1, 1, []int{64}, 100, "async"}, {1, 8, []int{64}, 100, "async"}, {1, 64, []int{16}, 100, "async"},
+		{1, 8, []int{16}, 1024, "async"}, {1, 64, []int{4}, 1024, "async"},
 		// A quarter of 1,000 partitions, as one of kbench raw's four connections sends them.
-		{250, 4, 1024},
+		{1, 250, []int{4}, 1024, "async"},
+		{8, 64, []int{32, 128, 64}, 100, "async"},
+		{8, 64, []int{16, 64, 32}, 1024, "async"},
+		{8, 64, []int{16, 64, 32}, 1024, "sync"},
 	} {
-		name := fmt.Sprintf("partitions=%d/batch=%dx%dB", c.partitions, c.records, c.valueSize)
+		name := fmt.Sprintf("partitions=%d/batch=%dx%dB", c.partitions, c.records[0], c.valueSize)
+		if c.conns > 1 {
+			name = fmt.Sprintf("conns=%d/partitions=%d/batch=%vx%dB/flush=%s", c.conns, c.partitions, c.records, c.valueSize, c.flush)
+		}
 		b.Run(name, func(b *testing.B) {
-			srv := newQuietServer(b, func(cfg *Config) { cfg.SegmentBytes = 128 << 20 })
+			srv := newQuietServer(b, func(cfg *Config) { cfg.SegmentBytes, cfg.FlushMode = 128<<20, c.flush })
 			tp := dataTopic(b, srv, "t", int32(c.partitions), nil)
-			w := dialWire(b, srv)
-			ipr := w.do(kmsg.NewPtrInitProducerIDRequest()).(*kmsg.InitProducerIDResponse)
-			if ipr.ErrorCode != 0 {
-				b.Fatalf("init producer id: error %d", ipr.ErrorCode)
+			ps := make([]*rawProducer, c.conns)
+			for i := range ps {
+				ps[i] = newRawProducer(b, srv, tp, c.partitions, c.valueSize, c.records...)
 			}
-			tb := plainBatch(c.records)
-			tb.valueSize = c.valueSize
-			tb.producerID, tb.producerEpoch, tb.baseSequence = ipr.ProducerID, ipr.ProducerEpoch, 0
-			one := tb.encode()
-
-			req := kmsg.NewPtrProduceRequest()
-			req.Version, req.Acks, req.TimeoutMillis = 13, -1, 10000
-			rt := kmsg.NewProduceRequestTopic()
-			rt.TopicID = tp.ID
-			for p := range c.partitions {
-				rp := kmsg.NewProduceRequestTopicPartition()
-				rp.Partition, rp.Records = int32(p), one
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			req.Topics = append(req.Topics, rt)
-			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("kgo")).AppendRequest(nil, req, 1)
-			// Where each batch sits in the frame, to give it the next
-			// sequence number before each send.
-			var at []int
-			for off := 0; len(at) < c.partitions; {
-				i := bytes.Index(frame[off:], one)
-				if i < 0 {
-					b.Fatal("batch not found in the request frame")
-				}
-				at = append(at, off+i)
-				off += i + len(one)
-			}
-			crcTable := crc32.MakeTable(crc32.Castagnoli)
-			seq := int32(0)
-			nc := w.nc
-			var size [4]byte
-			resp := make([]byte, 0, 64<<10)
-			roundTrip := func() {
-				for _, i := range at {
-					bb := frame[i : i+len(one)]
-					binary.BigEndian.PutUint32(bb[53:], uint32(seq))
-					binary.BigEndian.PutUint32(bb[17:], crc32.Checksum(bb[21:], crcTable))
-				}
-				seq += int32(c.records)
-				if _, err := nc.Write(frame); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(nc, size[:]); err != nil {
-					b.Fatal(err)
-				}
-				resp = resp[:binary.BigEndian.Uint32(size[:])]
-				if _, err := io.ReadFull(nc, resp); err != nil {
-					b.Fatal(err)
-				}
-			}
+			round := rawRounds(b, ps)
 			for range 20 {
-				roundTrip() // warm-up: the connection, producer state, the first files
+				round() // warm-up: the connections, producer state, the first files, the request buffers
 			}
-			checkProduced(b, resp)
-			payload := int64(len(one) * c.partitions)
+			for _, p := range ps {
+				checkProduced(b, p.resp)
+			}
+			var payload int64 // per op: a request of each producer, of the sizes they cycle through
+			for _, p := range ps {
+				payload += p.payload / int64(len(p.reqs))
+			}
 			b.SetBytes(payload)
 			b.ReportAllocs()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			cpu0 := processCPU(b)
 			for b.Loop() {
-				roundTrip()
+				round()
 			}
 			cpu := processCPU(b) - cpu0
 			runtime.ReadMemStats(&after)
 			// CPU time (broker and client, user and system) is less
 			// sensitive than wall time to a loaded machine.
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
-			checkProduced(b, resp)
+			for _, p := range ps {
+				checkProduced(b, p.resp)
+			}
 			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/1e6/(float64(payload)*float64(b.N)/1e9), "allocMB/GB")
 		})
+	}
+}
+
+// rawProducer is one idempotent producer on its own connection, sending
+// prebuilt Produce v13 requests (topic by id, acks=-1) that carry one
+// batch for every partition of a topic. Its requests cycle through
+// batches of the given record counts, so that request sizes change from
+// one to the next as a kgo producer's do; before each send every batch
+// gets the next sequence number and its CRC. It reuses its buffers: what
+// the process allocates while it runs is the broker's.
+type rawProducer struct {
+	nc   net.Conn
+	reqs []rawProduceRequest
+	next int
+	seq  int32
+	size [4]byte
+	// resp is the last response, without its size.
+	resp []byte
+	// payload is the bytes of batches of one request of each size.
+	payload int64
+}
+
+// rawProduceRequest is one prebuilt request of a rawProducer.
+type rawProduceRequest struct {
+	frame []byte
+	// at is where each batch starts in frame, batch its length.
+	at      []int
+	batch   int
+	records int
+}
+
+// newRawProducer connects to srv, takes a producer id and builds the
+// requests, one per record count.
+func newRawProducer(tb testing.TB, srv *InProcess, tp topic.Topic, partitions, valueSize int, records ...int) *rawProducer {
+	tb.Helper()
+	w := dialWire(tb, srv)
+	w.nc.SetDeadline(time.Now().Add(10 * time.Minute))
+	ipr := w.do(kmsg.NewPtrInitProducerIDRequest()).(*kmsg.InitProducerIDResponse)
+	if ipr.ErrorCode != 0 {
+		tb.Fatalf("init producer id: error %d", ipr.ErrorCode)
+	}
+	p := &rawProducer{nc: w.nc, resp: make([]byte, 0, 64<<10)}
+	for _, n := range records {
+		t := plainBatch(n)
+		t.valueSize = valueSize
+		t.producerID, t.producerEpoch, t.baseSequence = ipr.ProducerID, ipr.ProducerEpoch, 0
+		one := t.encode()
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = 13, -1, 10000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.TopicID = tp.ID
+		for i := range partitions {
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = int32(i), one
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		r := rawProduceRequest{frame: kmsg.NewRequestFormatter(kmsg.FormatterClientID("kgo")).AppendRequest(nil, req, 1),
+			batch: len(one), records: n}
+		for off := 0; len(r.at) < partitions; {
+			i := bytes.Index(r.frame[off:], one)
+			if i < 0 {
+				tb.Fatal("batch not found in the request frame")
+			}
+			r.at = append(r.at, off+i)
+			off += i + len(one)
+		}
+		p.reqs = append(p.reqs, r)
+		p.payload += int64(len(one) * partitions)
+	}
+	return p
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// roundTrip sends the next request and reads its response.
+func (p *rawProducer) roundTrip() error {
+	r := &p.reqs[p.next]
+	p.next = (p.next + 1) % len(p.reqs)
+	for _, i := range r.at {
+		bb := r.frame[i : i+r.batch]
+		binary.BigEndian.PutUint32(bb[53:], uint32(p.seq))
+		binary.BigEndian.PutUint32(bb[17:], crc32.Checksum(bb[21:], castagnoli))
+	}
+	p.seq += int32(r.records)
+	if _, err := p.nc.Write(r.frame); err != nil {
+		return err
+	}
+	if _, err := io.ReadFull(p.nc, p.size[:]); err != nil {
+		return err
+	}
+	n := int(binary.BigEndian.Uint32(p.size[:]))
+	if n > cap(p.resp) {
+		return fmt.Errorf("response of %d bytes", n)
+	}
+	p.resp = p.resp[:n]
+	_, err := io.ReadFull(p.nc, p.resp)
+	return err
+}
+
+// rawRounds starts a goroutine per producer and returns a function that
+// makes each send one request at once and waits for every response.
+func rawRounds(tb testing.TB, ps []*rawProducer) func() {
+	tb.Helper()
+	if len(ps) == 1 {
+		return func() {
+			if err := ps[0].roundTrip(); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	starts := make([]chan struct{}, len(ps))
+	done := make(chan error, len(ps))
+	for i, p := range ps {
+		starts[i] = make(chan struct{})
+		go func() {
+			for range starts[i] {
+				done <- p.roundTrip()
+			}
+		}()
+	}
+	tb.Cleanup(func() {
+		for _, s := range starts {
+			close(s)
+		}
+	})
+	return func() {
+		for _, s := range starts {
+			s <- struct{}{}
+		}
+		var first error
+		for range ps {
+			if err := <-done; err != nil && first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			tb.Fatal(first)
+		}
 	}
 }
 
@@ -144,7 +261,7 @@ func newQuietServer(b *testing.B, edit func(*Config)) *InProcess {
 
 // checkProduced fails the benchmark unless frame (a produce response
 // without its size: correlation id, tags, body) has no partition error.
-func checkProduced(b *testing.B, frame []byte) {
+func checkProduced(b testing.TB, frame []byte) {
 	b.Helper()
 	resp := kmsg.NewPtrProduceResponse()
 	resp.Version = 13
@@ -157,5 +274,55 @@ func checkProduced(b *testing.B, frame []byte) {
 				b.Fatalf("partition %d: error %d", p.Partition, p.ErrorCode)
 			}
 		}
+	}
+}
+
+// TestProduceAllocations: once warm, the produce path allocates nothing
+// per request, in async and in sync flush mode: two producers at once on
+// their own connections, to 8 partitions, with requests of 70 KB and of
+// 1.4 MB in turn (the large ones through the broker's cache of request
+// buffers). testing.AllocsPerRun counts the whole process, the broker's
+// background work too (a checkpoint, a new file), so an attempt may see a
+// few stray allocations; one per request would show in every attempt, and
+// the test passes when one of three sees none.
+func TestProduceAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops pooled objects at random")
+	}
+	for _, flush := range []string{"async", "sync"} {
+		t.Run(flush, func(t *testing.T) {
+			srv, err := StartInProcess(t.TempDir(), func(cfg *Config) { cfg.SegmentBytes, cfg.FlushMode = 256<<20, flush },
+				WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))))
+			if err != nil {
+				t.Fatalf("start broker: %v", err)
+			}
+			t.Cleanup(func() { srv.Close() })
+			tp := dataTopic(t, srv, "t", 8, nil)
+			ps := []*rawProducer{
+				newRawProducer(t, srv, tp, 8, 1024, 8, 160),
+				newRawProducer(t, srv, tp, 8, 1024, 160, 8),
+			}
+			if small, large := len(ps[0].reqs[0].frame), len(ps[0].reqs[1].frame); small > keptFrame || large <= keptFrame {
+				t.Fatalf("requests of %d and %d bytes: want one above keptFrame and one below",
+					len(ps[0].reqs[0].frame), len(ps[0].reqs[1].frame))
+			}
+			round := rawRounds(t, ps)
+			for range 10 {
+				round()
+			}
+			var allocs []float64
+			for range 3 {
+				n := testing.AllocsPerRun(20, round)
+				if allocs = append(allocs, n); n == 0 {
+					break
+				}
+			}
+			for _, p := range ps {
+				checkProduced(t, p.resp)
+			}
+			if allocs[len(allocs)-1] != 0 {
+				t.Fatalf("allocations per round of two produce requests, in three attempts: %v; want 0 in one", allocs)
+			}
+		})
 	}
 }

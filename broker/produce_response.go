@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/partition"
 )
 
 // produceResponse is a Produce response whose arrays are reused from one
@@ -21,6 +23,16 @@ type produceResponse struct {
 	resp kmsg.ProduceResponse
 	// parts backs every topic's Partitions, in request order.
 	parts []kmsg.ProduceResponseTopicPartition
+	// durable carries one token once the group commit that makes the
+	// response's appends durable has completed (sync mode, acks=-1). The
+	// writer waits for it before it encodes the response and takes it
+	// before it recycles the response, so the channel serves every
+	// request the response is reused for; a closed channel and a
+	// callback capturing it cost three allocations per request.
+	durable chan struct{}
+	// onDurable is durableCommitted as a func value, made once per pooled
+	// response (a method value allocates each time it is taken).
+	onDurable func(error)
 }
 
 var produceResponses = sync.Pool{New: func() any { return new(produceResponse) }}
@@ -64,7 +76,27 @@ func newProduceResponse(req *kmsg.ProduceRequest) *produceResponse {
 	return pr
 }
 
-// recycle returns the response to the pool once it has been sent. The
+// awaitDurable readies the response to wait for a group commit and
+// returns the callback to submit with it: the flush's error, if any, goes
+// into every appended partition, then durable yields.
+func (pr *produceResponse) awaitDurable() func(error) {
+	if pr.durable == nil {
+		pr.durable = make(chan struct{}, 1)
+		pr.onDurable = pr.durableCommitted
+	}
+	return pr.onDurable
+}
+
+// durableCommitted is the group commit's callback (onDurable).
+func (pr *produceResponse) durableCommitted(err error) {
+	if err != nil {
+		failProduceDurability(&pr.resp, pr.resp.Version, partition.DurableError(err))
+	}
+	pr.durable <- struct{}{}
+}
+
+// recycle returns the response to the pool once it has been sent (and,
+// if it waited for a group commit, its token taken). The
 // entries keep pointing at names and messages until they are overwritten,
 // which holds nothing large.
 func (pr *produceResponse) recycle() {

@@ -365,6 +365,24 @@ func (s *Store) SubmitDurable(end int64, done func(error)) {
 	s.groupCommit.Submit(end, func(err error) { done(durableError(err)) })
 }
 
+// SubmitFlush is SubmitDurable without the error's translation, which
+// costs a closure per call: done gets the group commit's own error, which
+// DurableError turns into SubmitDurable's. For a caller that keeps one
+// callback for many calls (a produce response reused from request to
+// request) and so allocates nothing per call.
+func (s *Store) SubmitFlush(end int64, done func(error)) {
+	if s.groupCommit == nil || end == 0 {
+		done(nil)
+		return
+	}
+	s.groupCommit.Submit(end, done)
+}
+
+// DurableError is the error AwaitDurable and SubmitDurable report for the
+// group commit's error err (SubmitFlush's): REQUEST_TIMED_OUT after the
+// sync flush timeout, KAFKA_STORAGE_ERROR for a failed flush.
+func DurableError(err error) error { return durableError(err) }
+
 // Sync makes the commit log durable on disk up to position end in every
 // flush mode: in sync mode it waits for the group commit (as AwaitDurable);
 // in the async modes it commits what the pool buffers hold (pool mode)

@@ -67,6 +67,20 @@ func readSize(r io.Reader) (int32, error) {
 // twice what arrived), so that a buffer kept for reuse also fits the next
 // frames of about the same size instead of only smaller ones.
 func ReadBody(r io.Reader, n int32, buf []byte) ([]byte, error) {
+	return ReadBodyGrow(r, n, buf, nil)
+}
+
+// GrowFunc returns a buffer of capacity at least need holding buf's bytes,
+// for a frame body of size bytes being read into buf (need ≤ size, and at
+// most twice len(buf) or one growth step). What becomes of buf is the
+// function's business: it is not used again.
+type GrowFunc func(buf []byte, need, size int) []byte
+
+// ReadBodyGrow is ReadBody with the buffer's growth left to grow (nil:
+// a new buffer of the next power of two), so that a caller can grow into
+// buffers it keeps, and keep the ones outgrown. The growth steps are
+// ReadBody's: what is allocated stays within twice what arrived.
+func ReadBodyGrow(r io.Reader, n int32, buf []byte, grow GrowFunc) ([]byte, error) {
 	size := int(n)
 	if cap(buf) >= size || size <= growStep {
 		if cap(buf) < size {
@@ -80,9 +94,13 @@ func ReadBody(r io.Reader, n int32, buf []byte) ([]byte, error) {
 	for len(buf) < size {
 		want := min(size-len(buf), max(growStep, len(buf)))
 		if cap(buf)-len(buf) < want {
-			nb := make([]byte, len(buf), 1<<bits.Len(uint(len(buf)+want-1)))
-			copy(nb, buf)
-			buf = nb
+			if grow != nil {
+				buf = grow(buf, len(buf)+want, size)
+			} else {
+				nb := make([]byte, len(buf), 1<<bits.Len(uint(len(buf)+want-1)))
+				copy(nb, buf)
+				buf = nb
+			}
 		}
 		m, err := io.ReadFull(r, buf[len(buf):len(buf)+want])
 		buf = buf[:len(buf)+m]

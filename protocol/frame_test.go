@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -196,5 +197,37 @@ func TestReadBodyShort(t *testing.T) {
 		if !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("size %d with one byte missing: got %v, want io.ErrUnexpectedEOF", size, err)
 		}
+	}
+}
+
+// TestReadBodyGrowCallsGrow: ReadBodyGrow grows through the caller's
+// function in ReadBody's steps, each asking for at most twice what
+// arrived (or one step), never more than the frame, and the bytes read
+// are the frame's.
+func TestReadBodyGrowCallsGrow(t *testing.T) {
+	const size = 5<<20 + 777
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	var needs []int
+	grow := func(buf []byte, need, sz int) []byte {
+		if sz != size || need > size || need > max(growStep, 2*len(buf)) || need <= len(buf) {
+			t.Errorf("grow(len %d, need %d, size %d): out of bounds", len(buf), need, sz)
+		}
+		needs = append(needs, need)
+		nb := make([]byte, len(buf), need)
+		copy(nb, buf)
+		return nb
+	}
+	buf, err := ReadBodyGrow(bytes.NewReader(data), size, make([]byte, 0, 1<<20), grow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf, data) {
+		t.Fatal("the bytes read differ from the frame's")
+	}
+	if want := []int{2 << 20, 4 << 20, size}; !slices.Equal(needs, want) {
+		t.Errorf("grow asked for %v, want %v", needs, want)
 	}
 }

@@ -51,8 +51,13 @@ var produceCases = []produceCase{
 // brokers store and serve exactly what was produced.
 func produceOpts(addr string) []kgo.Opt {
 	return []kgo.Opt{kgo.SeedBrokers(addr), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.RequiredAcks(kgo.AllISRAcks())}
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(producerBuffer)}
 }
+
+// producerBuffer is the records a producer buffers (kgo's default, set so
+// that the warm-up below follows it): what a request can carry at most,
+// once the broker is slower than the producer.
+const producerBuffer = 50_000
 
 // runProduce produces volume bytes of record values to a new topic as
 // fast as one kgo
@@ -82,10 +87,17 @@ func runProduce(ctx context.Context, bp *brokerProc, c produceCase, topic string
 	}
 	value := randomValue(c.size)
 	// Warm-up: connections, producer ids, metadata, and the first 16 MB
-	// (at least 1,000 records), so that the producers' requests have
-	// grown to the size they keep and the broker's buffers with them:
-	// the window measures the steady state.
-	warm := max(1000*int64(len(cls)), min(volume/16, 16e6)/int64(c.size))
+	// and at least four producer buffers per producer (at most its share
+	// of the window), so that the producers' requests have grown to the
+	// size they keep and the broker's buffers with them: the window
+	// measures the steady state. 16 MB in all was too little for 8
+	// producers to 64 partitions, whose requests grow to 5 MB (50,000
+	// records of 100 B) and 51 MB (1 KiB), and one buffer each was not
+	// enough either: the window then held the broker's one-time growth to
+	// them (8 buffers of 8 and of 52 MiB) and reported it as MB per GB.
+	clients := int64(len(cls))
+	warm := max(1000*clients, min(volume/16, 16e6)/int64(c.size),
+		clients*min(4*producerBuffer, volume/int64(c.size)/clients))
 	if err := produceN(ctx, cls, value, warm); err != nil {
 		return nil, err
 	}

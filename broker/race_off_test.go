@@ -2,5 +2,5 @@
 
 package broker
 
-// raceEnabled: see race_test.go.
+// raceEnabled is set in race builds (race_on_test.go).
 const raceEnabled = false
