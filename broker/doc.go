@@ -61,8 +61,9 @@
 //   - result{fetch: fr} (optionally with ready, a fetch parked for data)
 //     is a fetch response in the chunks-and-ranges form: the framing bytes
 //     are encoded by protocol, and the record bytes are sent by the writer
-//     from the commit-log files with sendfile(2) (writeFetch), then the
-//     files are released.
+//     from the commit-log files with sendfile(2), or below the copy
+//     threshold with writev straight from the commit-log mapping
+//     (writeFetch), then the files are released.
 //   - result{none: true} sends nothing (Produce with acks=0).
 //
 // Only the writer goroutine writes to the socket. A handler validates,

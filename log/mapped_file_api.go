@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // The functions below let other stores (the partitions' consume queues)
@@ -134,4 +136,35 @@ func (m *MappedFile) CopyTo(dst []byte, off int64) error {
 		return err
 	}
 	return guardFault(func() { copy(dst, src) })
+}
+
+// SyscallBytes returns the mapping's n readable bytes at file offset off
+// for handing to a system call only (the fetch path's writev): the kernel
+// turns a fault on them (a media error, a file cut underneath) into an
+// error of that call, where touching them from Go would crash the process.
+// The caller holds the file until the call has returned, never reads or
+// writes the slice itself, and keeps no reference afterwards.
+func (m *MappedFile) SyscallBytes(off, n int64) ([]byte, error) { return m.readable(off, n) }
+
+// Unmap drops the process's page-table entries for the whole pages inside
+// [off, off+n) of the mapping (madvise MADV_DONTNEED). The pages stay in
+// the page cache, dirty ones included (the mapping is shared), and a later
+// access maps them again; they only stop counting in the broker's resident
+// memory. Partial pages at either end are left alone, so pages ahead of
+// the read position that an appender prefaulted are never touched. The
+// caller holds the file.
+func (m *MappedFile) Unmap(off, n int64) error {
+	page := int64(unix.Getpagesize())
+	if off < 0 || n < 0 || n > m.size-off {
+		return fmt.Errorf("%w: unmap [%d, %d) of %s, size %d", ErrOutOfRange, off, off+n, m.path, m.size)
+	}
+	lo := (off + page - 1) / page * page
+	hi := (off + n) / page * page
+	if hi <= lo {
+		return nil
+	}
+	if err := unix.Madvise(m.data[lo:hi], unix.MADV_DONTNEED); err != nil {
+		return fmt.Errorf("madvise [%d, %d) of %s: %w", lo, hi, m.path, err)
+	}
+	return nil
 }
