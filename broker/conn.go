@@ -442,7 +442,16 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 	defer c.unmapSent()
 	threshold := int64(c.b.cfg.FetchCopyThreshold)
 	if c.tls {
-		return c.writeFetchCopied(f)
+		return c.writeFetchCopied(f, math.MaxInt64)
+	}
+	var small int64
+	for _, s := range f.Splices {
+		if s.Range.Len < threshold {
+			small += s.Range.Len
+		}
+	}
+	if small < mappedMinBytes {
+		return c.writeFetchCopied(f, threshold)
 	}
 	var copied int64
 	prev := 0
@@ -519,20 +528,42 @@ func (ms mappedSpans) add(m *klog.MappedFile, off, n int64) mappedSpans {
 	return append(ms, mappedSpan{m: m, lo: off, hi: end})
 }
 
-// writeFetchCopied is writeFetch for a TLS connection: every record range
-// is read with pread(2) into a pooled chunk (neighbours in one file with
-// one call, copySpan) and written through crypto/tls. The chunk is sent
-// and reused whenever it fills, so the heap never grows with the
-// response.
-func (c *conn) writeFetchCopied(f *protocol.FetchFrame) error {
-	chunk := copyChunks.Get().(*[]byte)
-	defer copyChunks.Put(chunk)
-	cb := (*chunk)[:0]
+// mappedMinBytes is the least a response's ranges under the copy threshold
+// add up to for writeFetch to write them from the mapping. A response of
+// less (a consumer at the tail, one record each time) is read with pread
+// instead: for a few KiB the copy costs less than the madvise that unmaps
+// the pages and the faults that map them again for the next response.
+const mappedMinBytes = 64 << 10
+
+// writeFetchCopied is writeFetch for TLS connections and small responses:
+// the ranges under threshold (every range on TLS, which encrypts in Go)
+// are read with pread(2) into a pooled chunk, neighbours in one file with
+// one call (copySpan); the others go with sendfile. The chunk is sent and
+// reused whenever it fills, so the heap never grows with the response.
+func (c *conn) writeFetchCopied(f *protocol.FetchFrame, threshold int64) error {
+	var chunk *[]byte // taken from copyChunks at the first range to copy
+	defer func() {
+		if chunk != nil {
+			copyChunks.Put(chunk)
+		}
+	}()
+	var cb []byte
 	var copied int64
 	prev := 0
 	for i := 0; i < len(f.Splices); {
 		s := f.Splices[i]
 		m := s.Range.Handle.(*klog.MappedFile)
+		if s.Range.Len >= threshold {
+			c.sw.Bytes(f.Bytes[prev:s.At])
+			prev = s.At
+			c.sw.File(m.File(), s.Range.Offset, s.Range.Len)
+			i++
+			continue
+		}
+		if chunk == nil {
+			chunk = copyChunks.Get().(*[]byte)
+			cb = (*chunk)[:0]
+		}
 		if s.Range.Len > copyChunk {
 			// A batch larger than a chunk goes in chunk-sized pieces.
 			c.sw.Bytes(f.Bytes[prev:s.At])
@@ -555,7 +586,7 @@ func (c *conn) writeFetchCopied(f *protocol.FetchFrame) error {
 			}
 			cb = cb[:0]
 		}
-		j, span := copySpan(f.Splices, i, math.MaxInt64, int64(cap(cb)-len(cb)))
+		j, span := copySpan(f.Splices, i, threshold, int64(cap(cb)-len(cb)))
 		start := len(cb)
 		cb = cb[:start+int(span)]
 		if err := readRange(m, cb[start:], s.Range.Offset); err != nil {

@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestUnmap: unmapping whole pages of a file keeps its bytes (they stay in
-// the page cache and are mapped again when read), partial pages and empty
+// TestUnmap: unmapping pages of a file keeps its bytes (they stay in
+// the page cache and are mapped again when read), parts of pages and empty
 // spans are no-ops, and a span outside the file is an error.
 // SyscallBytes hands out only readable bytes.
 func TestUnmap(t *testing.T) {
