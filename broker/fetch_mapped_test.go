@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/kbroker/kbroker/partition"
 )
@@ -79,11 +80,26 @@ func mappingRSS(t *testing.T, dir string) int64 {
 // batches interleave in the commit log, most under the copy threshold
 // (written from the mapping), some above it (sendfile), gets every record
 // in order with the right bytes, and the pages the responses were written
-// from do not stay in the broker's resident memory.
+// from do not stay in the broker's resident memory. With flush mode pool,
+// appends reach the files through pool buffers that the commit service
+// writes back: the mapping must show what a fetch returns.
 func TestFetchInterleavedFromMapping(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{"async", "pool"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testFetchInterleavedFromMapping(t, mode)
+		})
+	}
+}
+
+func testFetchInterleavedFromMapping(t *testing.T, mode string) {
 	dir := t.TempDir()
-	srv := newTestServerIn(t, dir)
+	srv, err := StartInProcess(dir, func(c *Config) { c.FlushMode = mode }, WithLogger(zaptest.NewLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
 	const parts, batches = 8, 96
 	tp, err := srv.Topics().Create("il", parts, nil, false)
 	if err != nil {
@@ -172,7 +188,9 @@ func TestFetchInterleavedFromMapping(t *testing.T) {
 	// a response's span may stay mapped (fault-around maps up to 64 KiB
 	// around a fault).
 	after := mappingRSS(t, dir)
-	if grown := after - before; grown > small/8 {
+	// With pool buffers the commit service writes appends into the mapping
+	// itself, at its own pace, so the growth is not the fetch's alone.
+	if grown := after - before; mode != "pool" && grown > small/8 {
 		t.Errorf("commit-log mappings grew by %d KiB resident after reading %d KiB from them (%d → %d KiB)",
 			grown>>10, small>>10, before>>10, after>>10)
 	}
