@@ -223,10 +223,11 @@ type Config struct {
 	// how many fetch sessions (KIP-227) the broker keeps; 0 disables them.
 	FetchSessionCacheSlots int `kafka:"max.incremental.fetch.session.cache.slots"`
 	// FetchCopyThreshold is the size below which a record range of a fetch
-	// response is read from its file (pread, neighbouring ranges together)
-	// into the write buffer instead of sent with its own sendfile call (0:
-	// always sendfile); for small batches the copy measured 5–14× faster
-	// (docs/BENCHMARKS.md).
+	// response is written with the response's writev, copied by the kernel
+	// straight from the commit-log mapping, instead of sent with its own
+	// sendfile call (0: always sendfile); for small batches the copy
+	// measured 5–14× faster (docs/BENCHMARKS.md). TLS connections copy
+	// every range.
 	FetchCopyThreshold int `kafka:"kbroker.fetch.copy.threshold.bytes"`
 	// MetricsPartitionSeriesMax bounds the per-partition series of the
 	// admin listener's /metrics (offsets, sizes, consumer-group lag per

@@ -60,6 +60,10 @@ type conn struct {
 
 	// sw sends fetch responses; only the writer goroutine uses it.
 	sw *sendfile.Writer
+	// mapped lists the commit-log spans the fetch response being sent is
+	// written from through the mapping, to unmap once it is out; only the
+	// writer goroutine uses it.
+	mapped mappedSpans
 
 	// clientID is the client id of the last request; only the reader
 	// goroutine (and the handlers it runs) use it.
@@ -433,20 +437,27 @@ func (c *conn) enqueue(corr int32, res result, t timing) error {
 	}
 }
 
-// writeFetch sends a fetch response: the framing bytes with writev and
-// each record range with sendfile(2) from its commit-log file at an
-// explicit offset, corked so that they share packets; then it releases the
-// files. Ranges shorter than the copy threshold are read into the write
-// buffer with pread(2) instead, because for them a sendfile call costs
-// more than the copy (docs/BENCHMARKS.md); neighbours in one file are read
-// together (copySpan). All other record bytes never enter the heap.
+// writeFetch sends a fetch response: the framing bytes and every record
+// range, in order, corked so that they share full packets; then it
+// releases the files. A range of at least the copy threshold goes with
+// sendfile(2) from its commit-log file at an explicit offset. A smaller
+// one goes with the writev of the framing around it, straight from the
+// commit-log mapping: for such ranges a sendfile call costs more than
+// copying them (docs/BENCHMARKS.md), and the kernel copies them from the
+// page cache into the socket once, where reading them with pread(2) first
+// copied every byte twice. Record bytes never enter the Go heap, and Go
+// never touches the mapping: a fault on it (a media error) fails the
+// writev and closes the connection instead of crashing the broker.
 //
-// The copies are read from the file, not the mapping: a copy through the
-// mapping maps every page it touches into the broker, so a consumer of
-// small batches made the broker's resident memory grow by everything it
-// read (1.1 GB after reading 1 GB of 16 KiB batches), page cache that
-// Kafka, which reads with system calls, uses without it counting as its
-// own.
+// The pages a response maps are unmapped once it is sent (Unmap,
+// MADV_DONTNEED): they stay in the page cache, but would otherwise count
+// in the broker's resident memory, which then grew with everything small
+// batches were read from (1.1 GB after reading 1 GB of 16 KiB batches),
+// page cache that Kafka, which reads with system calls, uses without it
+// counting as its own.
+//
+// On TLS every range is encrypted in Go, so it is read with pread into
+// the write buffer instead, neighbours in one file together (copySpan).
 func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 	defer fr.recycle()
 	f := &fr.frame
@@ -457,11 +468,111 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 	if c.sw == nil {
 		c.sw = sendfile.NewWriter(c.io)
 	}
+	// Before fr.recycle releases the files (deferred calls run last in,
+	// first out), also when the response fails half-way.
+	defer c.unmapSent()
 	threshold := int64(c.b.cfg.FetchCopyThreshold)
 	if c.tls {
-		threshold = math.MaxInt64 // every range is copied, then encrypted
+		return c.writeFetchCopied(f, math.MaxInt64)
 	}
-	var chunk *[]byte // taken at the first small range (takeCopyChunk)
+	var small int64
+	for _, s := range f.Splices {
+		if s.Range.Len < threshold {
+			small += s.Range.Len
+		}
+	}
+	if small < mappedMinBytes {
+		return c.writeFetchCopied(f, threshold)
+	}
+	var copied int64
+	prev := 0
+	for _, s := range f.Splices {
+		m := s.Range.Handle.(*klog.MappedFile)
+		c.sw.Bytes(f.Bytes[prev:s.At])
+		prev = s.At
+		if s.Range.Len >= threshold {
+			c.sw.File(m.File(), s.Range.Offset, s.Range.Len)
+			continue
+		}
+		b, err := m.SyscallBytes(s.Range.Offset, s.Range.Len)
+		if err != nil {
+			c.sw.Discard()
+			return err
+		}
+		c.sw.Bytes(b)
+		c.mapped = c.mapped.add(m, s.Range.Offset, s.Range.Len)
+		copied += s.Range.Len
+	}
+	c.sw.Bytes(f.Bytes[prev:])
+	c.b.copiedBytes.Add(copied)
+	_, err := c.sw.Flush()
+	return err
+}
+
+// unmapSent unmaps the commit-log pages the last response was written
+// from (writeFetch).
+func (c *conn) unmapSent() {
+	for _, s := range c.mapped {
+		if err := s.m.Unmap(s.lo, s.hi-s.lo); err != nil {
+			// Only the resident-memory accounting suffers; say so once
+			// per response at most.
+			c.lg.Warn("unmapping sent commit-log pages", zap.Error(err))
+			break
+		}
+	}
+	clear(c.mapped)
+	c.mapped = c.mapped[:0]
+}
+
+// mappedSpan is a span of one commit-log file that a response is written
+// from through the mapping: the union of its ranges there, with the gaps
+// between them (other partitions' batches, entry headers).
+type mappedSpan struct {
+	m      *klog.MappedFile
+	lo, hi int64
+}
+
+// mappedSpans lists the spans of a response, at most one per file and
+// stretch of it.
+type mappedSpans []mappedSpan
+
+// mappedSpanGap is the widest gap between a range and a span of the same
+// file that add bridges rather than starting a new span. Partitions
+// interleave in the commit log, so a consumer of several partitions reads
+// ranges spread over one stretch of a file: one madvise for the stretch is
+// cheaper than one per range, and the pages between were likely mapped by
+// the kernel's fault-around (up to 64 KiB around a fault) anyway. Ranges
+// further apart get their own span, so that one madvise never walks the
+// page tables of a whole file for two distant ranges.
+const mappedSpanGap = 1 << 20
+
+// add records the range [off, off+n) of m.
+func (ms mappedSpans) add(m *klog.MappedFile, off, n int64) mappedSpans {
+	end := off + n
+	for i := len(ms) - 1; i >= 0; i-- {
+		s := &ms[i]
+		if s.m == m && off <= s.hi+mappedSpanGap && end >= s.lo-mappedSpanGap {
+			s.lo, s.hi = min(s.lo, off), max(s.hi, end)
+			return ms
+		}
+	}
+	return append(ms, mappedSpan{m: m, lo: off, hi: end})
+}
+
+// mappedMinBytes is the least a response's ranges under the copy threshold
+// add up to for writeFetch to write them from the mapping. A response of
+// less (a consumer at the tail, one record each time) is read with pread
+// instead: for a few KiB the copy costs less than the madvise that unmaps
+// the pages and the faults that map them again for the next response.
+const mappedMinBytes = 64 << 10
+
+// writeFetchCopied is writeFetch for TLS connections and small responses:
+// the ranges under threshold (every range on TLS, which encrypts in Go)
+// are read with pread(2) into a pooled chunk, neighbours in one file with
+// one call (copySpan); the others go with sendfile. The chunk is sent and
+// reused whenever it fills, so the heap never grows with the response.
+func (c *conn) writeFetchCopied(f *protocol.FetchFrame, threshold int64) error {
+	var chunk *[]byte // taken from copyChunks at the first range to copy
 	defer func() {
 		if chunk != nil {
 			putCopyChunk(chunk)
@@ -485,12 +596,13 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 			cb = (*chunk)[:0]
 		}
 		if s.Range.Len > int64(cap(cb)) {
-			// Only on TLS connections: a batch larger than a chunk goes
-			// in chunk-sized pieces.
+			// A batch larger than the chunk (on TLS, where every range is
+			// copied) goes in chunk-sized pieces.
 			c.sw.Bytes(f.Bytes[prev:s.At])
 			prev = s.At
 			var err error
 			if cb, err = c.copyLarge(m, cb, s.Range.Offset, s.Range.Len); err != nil {
+				c.sw.Discard()
 				return err
 			}
 			copied += s.Range.Len
@@ -498,9 +610,7 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 			continue
 		}
 		if len(cb)+int(s.Range.Len) > cap(cb) {
-			// The chunk is full: send what is queued (which releases the
-			// chunk) and reuse it, so copying never grows the heap with
-			// the response.
+			// The chunk is full: send what is queued and reuse it.
 			c.sw.Bytes(f.Bytes[prev:s.At])
 			prev = s.At
 			if _, err := c.sw.Flush(); err != nil {
@@ -512,6 +622,7 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 		start := len(cb)
 		cb = cb[:start+int(span)]
 		if err := readRange(m, cb[start:], s.Range.Offset); err != nil {
+			c.sw.Discard()
 			return err
 		}
 		for _, t := range f.Splices[i:j] {

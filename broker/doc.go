@@ -63,8 +63,9 @@
 //     fr.parked, a fetch parked for data, which the writer waits for,
 //     reads and encodes when it reaches it): the framing bytes
 //     are encoded by protocol, and the record bytes are sent by the writer
-//     from the commit-log files with sendfile(2) (writeFetch), then the
-//     files are released.
+//     from the commit-log files with sendfile(2), or below the copy
+//     threshold with writev straight from the commit-log mapping
+//     (writeFetch), then the files are released.
 //   - result{none: true} sends nothing (Produce with acks=0).
 //
 // Only the writer goroutine writes to the socket. A handler validates,

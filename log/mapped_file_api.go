@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // The functions below let other stores (the partitions' consume queues)
@@ -134,4 +136,36 @@ func (m *MappedFile) CopyTo(dst []byte, off int64) error {
 		return err
 	}
 	return guardFault(func() { copy(dst, src) })
+}
+
+// SyscallBytes returns the mapping's n readable bytes at file offset off
+// for handing to a system call only (the fetch path's writev): the kernel
+// turns a fault on them (a media error, a file cut underneath) into an
+// error of that call, where touching them from Go would crash the process.
+// The caller holds the file until the call has returned, never reads or
+// writes the slice itself, and keeps no reference afterwards.
+func (m *MappedFile) SyscallBytes(off, n int64) ([]byte, error) { return m.readable(off, n) }
+
+// Unmap drops the process's page-table entries for the pages that
+// [off, off+n) of the mapping touches (madvise MADV_DONTNEED). The pages
+// stay in the page cache, dirty ones included (the mapping is shared), and
+// the next access maps them again; they only stop counting in the
+// broker's resident memory. The pages at either end are dropped whole: a
+// range that shares a page with the next read would otherwise leave it
+// mapped for good. An appender writing through the mapping at the tail
+// then takes one more page fault, nothing else. The caller holds the file.
+func (m *MappedFile) Unmap(off, n int64) error {
+	if off < 0 || n < 0 || n > m.size-off {
+		return fmt.Errorf("%w: unmap [%d, %d) of %s, size %d", ErrOutOfRange, off, off+n, m.path, m.size)
+	}
+	if n == 0 {
+		return nil
+	}
+	page := int64(unix.Getpagesize())
+	lo := off / page * page
+	hi := min((off+n+page-1)/page*page, m.size)
+	if err := unix.Madvise(m.data[lo:hi], unix.MADV_DONTNEED); err != nil {
+		return fmt.Errorf("madvise [%d, %d) of %s: %w", lo, hi, m.path, err)
+	}
+	return nil
 }

@@ -96,6 +96,10 @@ func (w *Writer) Flush() (int64, error) {
 	return written, err
 }
 
+// Discard empties the queue without writing it: for a response abandoned
+// half-way, so that the Writer keeps no reference to its slices and files.
+func (w *Writer) Discard() { w.reset() }
+
 // reset empties the queue, keeping capacity but dropping the references to
 // the caller's slices and files.
 func (w *Writer) reset() {
