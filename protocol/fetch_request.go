@@ -1,8 +1,6 @@
 package protocol
 
 import (
-	"fmt"
-
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -20,20 +18,7 @@ import (
 // rest but unknown tagged fields, which no client sends (kept as kmsg
 // keeps them); ClearFetch drops them.
 func ParseFetchBody(h Header, rest []byte, dst *kmsg.FetchRequest) error {
-	if h.Key != 1 {
-		return fmt.Errorf("%w: api key %d is not Fetch", ErrMalformed, h.Key)
-	}
-	dst.SetVersion(h.Version)
-	if dst.IsFlexible() {
-		var err error
-		if rest, err = SkipTags(rest); err != nil {
-			return err
-		}
-	}
-	if err := decodeFetch(dst, rest); err != nil {
-		return fmt.Errorf("%w: Fetch v%d body: %v", ErrMalformed, h.Version, err)
-	}
-	return nil
+	return parseKept(h, rest, dst, 1, "Fetch", decodeFetch)
 }
 
 // decodeFetch decodes a Fetch body of dst.Version into dst. Fields a
@@ -68,11 +53,7 @@ func decodeFetch(dst *kmsg.FetchRequest, src []byte) error {
 	dst.Topics = resize(dst.Topics, n)
 	for i := range dst.Topics {
 		t := &dst.Topics[i]
-		if version <= 12 {
-			t.Topic, t.TopicID = readTopic(&b, flexible, t.Topic), [16]byte{}
-		} else {
-			t.Topic, t.TopicID = "", b.Uuid()
-		}
+		t.Topic, t.TopicID = readFetchTopic(&b, version, flexible, t.Topic)
 		n := readArrayLen(&b, flexible)
 		if !b.Ok() || int64(n)*16 > int64(len(b.Src)) || version >= 12 && int64(n)*32 > int64(len(b.Src)) {
 			return kbin.ErrNotEnoughData
@@ -94,11 +75,7 @@ func decodeFetch(dst *kmsg.FetchRequest, src []byte) error {
 		dst.ForgottenTopics = resize(dst.ForgottenTopics, n)
 		for i := range dst.ForgottenTopics {
 			t := &dst.ForgottenTopics[i]
-			if version <= 12 {
-				t.Topic, t.TopicID = readTopic(&b, flexible, t.Topic), [16]byte{}
-			} else {
-				t.Topic, t.TopicID = "", b.Uuid()
-			}
+			t.Topic, t.TopicID = readFetchTopic(&b, version, flexible, t.Topic)
 			n := readArrayLen(&b, flexible)
 			if !b.Ok() || int64(n)*4 > int64(len(b.Src)) {
 				return kbin.ErrNotEnoughData
@@ -195,4 +172,13 @@ func ClearFetch(r *kmsg.FetchRequest) {
 	}
 	r.ReplicaState.UnknownTags = kmsg.Tags{}
 	r.UnknownTags = kmsg.Tags{}
+}
+
+// readFetchTopic reads a fetched or forgotten topic's name (up to v12,
+// keeping prev's string when equal) or its id (v13 on, the name empty).
+func readFetchTopic(b *kbin.Reader, version int16, flexible bool, prev string) (string, [16]byte) {
+	if version <= 12 {
+		return readTopic(b, flexible, prev), [16]byte{}
+	}
+	return "", b.Uuid()
 }

@@ -1,8 +1,6 @@
 package protocol
 
 import (
-	"fmt"
-
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,20 +19,7 @@ import (
 // pointer (no string allocated); unknown tagged fields, which no client
 // sends, are kept as kmsg keeps them.
 func ParseProduceBody(h Header, rest []byte, dst *kmsg.ProduceRequest) error {
-	if h.Key != 0 {
-		return fmt.Errorf("%w: api key %d is not Produce", ErrMalformed, h.Key)
-	}
-	dst.SetVersion(h.Version)
-	if dst.IsFlexible() {
-		var err error
-		if rest, err = SkipTags(rest); err != nil {
-			return err
-		}
-	}
-	if err := decodeProduce(dst, rest); err != nil {
-		return fmt.Errorf("%w: Produce v%d body: %v", ErrMalformed, h.Version, err)
-	}
-	return nil
+	return parseKept(h, rest, dst, 0, "Produce", decodeProduce)
 }
 
 // decodeProduce decodes a Produce body of dst.Version into dst. The

@@ -125,3 +125,25 @@ func readFrom(req kmsg.Request, b []byte) (err error) {
 	}()
 	return req.ReadFrom(b)
 }
+
+// parseKept is ParseProduceBody and ParseFetchBody: it checks that h is a
+// request of key, readies dst for h's version, skips a flexible request's
+// header tags and decodes the rest of the body into dst with decode. A
+// generic function value rather than a closure, so that the steady path
+// allocates nothing.
+func parseKept[R kmsg.Request](h Header, rest []byte, dst R, key int16, name string, decode func(R, []byte) error) error {
+	if h.Key != key {
+		return fmt.Errorf("%w: api key %d is not %s", ErrMalformed, h.Key, name)
+	}
+	dst.SetVersion(h.Version)
+	if dst.IsFlexible() {
+		var err error
+		if rest, err = SkipTags(rest); err != nil {
+			return err
+		}
+	}
+	if err := decode(dst, rest); err != nil {
+		return fmt.Errorf("%w: %s v%d body: %v", ErrMalformed, name, h.Version, err)
+	}
+	return nil
+}
