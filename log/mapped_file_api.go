@@ -154,11 +154,14 @@ func (m *MappedFile) SyscallBytes(off, n int64) ([]byte, error) { return m.reada
 // range that shares a page with the next read would otherwise leave it
 // mapped for good. An appender writing through the mapping at the tail
 // then takes one more page fault, nothing else. The caller holds the file.
+// A file warm-up mlocked (Config.Mlock) is left alone: its pages are meant
+// to stay resident until it is full and flushed, and madvise refuses
+// locked pages.
 func (m *MappedFile) Unmap(off, n int64) error {
 	if off < 0 || n < 0 || n > m.size-off {
 		return fmt.Errorf("%w: unmap [%d, %d) of %s, size %d", ErrOutOfRange, off, off+n, m.path, m.size)
 	}
-	if n == 0 {
+	if n == 0 || m.locked.Load() {
 		return nil
 	}
 	page := int64(unix.Getpagesize())

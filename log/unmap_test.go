@@ -47,3 +47,25 @@ func TestUnmap(t *testing.T) {
 		t.Errorf("SyscallBytes past the read position: %v, want ErrOutOfRange", err)
 	}
 }
+
+// TestUnmapLocked: a file warm-up mlocked is left mapped, without an error
+// (madvise refuses locked pages with EINVAL, which the fetch path would
+// log for every response).
+func TestUnmapLocked(t *testing.T) {
+	m, err := CreateMappedFile(t.TempDir(), 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.AppendBytes(bytes.Repeat([]byte{7}, 3*unix.Getpagesize())); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mlock(m.data[:3*unix.Getpagesize()]); err != nil {
+		t.Skipf("mlock not permitted here: %v", err)
+	}
+	defer unix.Munlock(m.data[:3*unix.Getpagesize()])
+	m.locked.Store(true)
+	if err := m.Unmap(0, int64(3*unix.Getpagesize())); err != nil {
+		t.Fatalf("Unmap of a locked file: %v", err)
+	}
+}
