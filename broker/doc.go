@@ -68,7 +68,10 @@
 //     (writeFetch), then the files are released.
 //   - result{none: true} sends nothing (Produce with acks=0).
 //
-// Only the writer goroutine writes to the socket. A handler validates,
+// Responses reach the socket in request order: a response ready now with
+// nothing queued before it the reader writes itself (saving a goroutine
+// wake-up per request); the rest go to the writer goroutine, which waits
+// for each in turn (conn.enqueue). A handler validates,
 // groups by partition, calls partition or a coordinator, and fills the
 // response; it does no storage or socket work itself.
 //
