@@ -35,7 +35,8 @@ import (
 //
 // A response that is complete when handled, with nothing queued before it,
 // the reader writes itself (enqueue): handing it to the writer cost a
-// goroutine wake-up per request, a sixth of the broker's CPU end to end.
+// goroutine wake-up per request, 7-10 % of the broker's CPU end to end
+// (docs/BENCHMARKS.md).
 type conn struct {
 	b *Broker
 	// l is the listener the connection arrived on.
