@@ -85,16 +85,6 @@ type TopicPartitions struct {
 	Partitions []int32
 }
 
-// cgKey encodes the key of a consumer-group record.
-func cgKey(typ int16, group, member string) string {
-	b := kbin.AppendInt16(nil, typ)
-	b = kbin.AppendString(b, group)
-	if typ == cgMemberMetadataType || typ == cgTargetMemberType || typ == cgCurrentAssignmentType {
-		b = kbin.AppendString(b, member)
-	}
-	return string(b)
-}
-
 // isConsumerType reports whether a record type is a consumer-group one.
 func isConsumerType(typ int16) bool { return typ >= cgMetadataType && typ <= cgCurrentAssignmentType }
 
@@ -131,7 +121,7 @@ func consumerGroupRecords(cg *ConsumerGroup) map[string][]byte {
 	out := make(map[string][]byte, 3+3*len(cg.Members))
 	start := func() []byte { return kbin.AppendInt16(nil, cgValueVersion) }
 	v := kbin.AppendInt32(start(), cg.Epoch)
-	out[cgKey(cgMetadataType, cg.Group, "")] = kbin.AppendUvarint(v, 0)
+	out[consumerKind.key(cgMetadataType, cg.Group, "")] = kbin.AppendUvarint(v, 0)
 
 	v = kbin.AppendCompactArrayLen(start(), len(cg.Topics))
 	for _, t := range cg.Topics {
@@ -141,10 +131,10 @@ func consumerGroupRecords(cg *ConsumerGroup) map[string][]byte {
 		v = kbin.AppendCompactArrayLen(v, 0) // no racks: PartitionMetadata
 		v = kbin.AppendUvarint(v, 0)
 	}
-	out[cgKey(cgPartitionMetadataType, cg.Group, "")] = kbin.AppendUvarint(v, 0)
+	out[consumerKind.key(cgPartitionMetadataType, cg.Group, "")] = kbin.AppendUvarint(v, 0)
 
 	v = kbin.AppendInt32(start(), cg.AssignmentEpoch)
-	out[cgKey(cgTargetMetadataType, cg.Group, "")] = kbin.AppendUvarint(v, 0)
+	out[consumerKind.key(cgTargetMetadataType, cg.Group, "")] = kbin.AppendUvarint(v, 0)
 
 	for i := range cg.Members {
 		m := &cg.Members[i]
@@ -159,17 +149,17 @@ func consumerGroupRecords(cg *ConsumerGroup) map[string][]byte {
 		v = appendNullable(v, m.SubscribedTopicRegex)
 		v = kbin.AppendInt32(v, m.RebalanceTimeoutMs)
 		v = appendNullable(v, m.ServerAssignor)
-		out[cgKey(cgMemberMetadataType, cg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
+		out[consumerKind.key(cgMemberMetadataType, cg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
 
 		v = appendTopicPartitions(start(), m.Target)
-		out[cgKey(cgTargetMemberType, cg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
+		out[consumerKind.key(cgTargetMemberType, cg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
 
 		v = kbin.AppendInt32(start(), m.MemberEpoch)
 		v = kbin.AppendInt32(v, m.PreviousMemberEpoch)
 		v = kbin.AppendInt8(v, m.State)
 		v = appendTopicPartitions(v, m.Assigned)
 		v = appendTopicPartitions(v, m.PendingRevocation)
-		out[cgKey(cgCurrentAssignmentType, cg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
+		out[consumerKind.key(cgCurrentAssignmentType, cg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
 	}
 	return out
 }

@@ -35,7 +35,7 @@ func FuzzConsumerGroupValue(f *testing.F) {
 	for k, v := range consumerGroupRecords(seedConsumerGroup()) {
 		f.Add([]byte(k), v)
 	}
-	f.Add([]byte(cgKey(cgMemberMetadataType, "g", "m")), []byte{0, 0, 0, 0, 1, 1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0, 1, 0, 0})
+	f.Add([]byte(consumerKind.key(cgMemberMetadataType, "g", "m")), []byte{0, 0, 0, 0, 1, 1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0, 1, 0, 0})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		got, ok, err := decodeRec(key, value)
 		if err != nil || !ok || !got.isCG || got.tombstone {

@@ -29,7 +29,7 @@ func TestConsumerGroupRecordsRoundTrip(t *testing.T) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
 	// A member whose metadata record is missing is not a member.
-	delete(recs, cgKey(cgMemberMetadataType, "g", "m2"))
+	delete(recs, consumerKind.key(cgMemberMetadataType, "g", "m2"))
 	got, _ = consumerGroupOf("g", recs)
 	if len(got.Members) != 1 || got.Members[0].MemberID != "m1" {
 		t.Fatalf("members without m2's metadata: %+v", got.Members)

@@ -34,6 +34,18 @@ func groupKindOf(typ int16) *groupKind {
 	return nil
 }
 
+// key encodes the key of a record of the kind: the record type as an
+// int16, the group id and, for per-member records, the member id
+// (parseKey reads it back).
+func (k *groupKind) key(typ int16, group, member string) string {
+	b := kbin.AppendInt16(nil, typ)
+	b = kbin.AppendString(b, group)
+	if k.memberKeyed(typ) {
+		b = kbin.AppendString(b, member)
+	}
+	return string(b)
+}
+
 // parseKey decodes a record key of the kind: the record type as an int16,
 // the group id and, for per-member records, the member id. ok is false
 // for a record of another type; err is set for a key of this kind that

@@ -90,16 +90,6 @@ type ShareMember struct {
 	hasMetadata                      bool
 }
 
-// sgKey encodes the key of a share-group record.
-func sgKey(typ int16, group, member string) string {
-	b := kbin.AppendInt16(nil, typ)
-	b = kbin.AppendString(b, group)
-	if sgMemberKeyed(typ) {
-		b = kbin.AppendString(b, member)
-	}
-	return string(b)
-}
-
 func appendShareTopics(dst []byte, ts []ShareTopic, partitions bool) []byte {
 	dst = kbin.AppendCompactArrayLen(dst, len(ts))
 	for _, t := range ts {
@@ -123,15 +113,15 @@ func shareGroupRecords(sg *ShareGroup) map[string][]byte {
 	start := func() []byte { return kbin.AppendInt16(nil, cgValueVersion) }
 	v := kbin.AppendInt32(start(), sg.Epoch)
 	v = kbin.AppendInt64(v, sg.MetadataHash)
-	out[sgKey(sgMetadataType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
+	out[shareKind.key(sgMetadataType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
 
 	v = kbin.AppendInt32(start(), sg.AssignmentEpoch)
-	out[sgKey(sgTargetMetadataType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
+	out[shareKind.key(sgTargetMetadataType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
 
 	v = appendShareTopics(start(), sg.Initializing, true)
 	v = appendShareTopics(v, sg.Initialized, true)
 	v = appendShareTopics(v, sg.Deleting, false)
-	out[sgKey(sgStatePartitionMetadataType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
+	out[shareKind.key(sgStatePartitionMetadataType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
 
 	for i := range sg.Members {
 		m := &sg.Members[i]
@@ -142,16 +132,16 @@ func shareGroupRecords(sg *ShareGroup) map[string][]byte {
 		for _, n := range m.SubscribedTopicNames {
 			v = kbin.AppendCompactString(v, n)
 		}
-		out[sgKey(sgMemberMetadataType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
+		out[shareKind.key(sgMemberMetadataType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
 
 		v = appendTopicPartitions(start(), m.Target)
-		out[sgKey(sgTargetMemberType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
+		out[shareKind.key(sgTargetMemberType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
 
 		v = kbin.AppendInt32(start(), m.MemberEpoch)
 		v = kbin.AppendInt32(v, m.PreviousMemberEpoch)
 		v = kbin.AppendInt8(v, m.State)
 		v = appendTopicPartitions(v, m.Assigned)
-		out[sgKey(sgCurrentAssignmentType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
+		out[shareKind.key(sgCurrentAssignmentType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
 	}
 	return out
 }

@@ -13,7 +13,7 @@ func FuzzShareGroupValue(f *testing.F) {
 	for k, v := range shareGroupRecords(seedShareGroup()) {
 		f.Add([]byte(k), v)
 	}
-	f.Add([]byte(sgKey(sgStatePartitionMetadataType, "g", "")), []byte{0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 'a', 0xff, 0xff, 0xff, 0x7f})
+	f.Add([]byte(shareKind.key(sgStatePartitionMetadataType, "g", "")), []byte{0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 'a', 0xff, 0xff, 0xff, 0x7f})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		got, ok, err := decodeRec(key, value)
 		if err != nil || !ok || !got.isCG || got.tombstone {

@@ -76,7 +76,7 @@ func TestShareGroupRecordsRoundTrip(t *testing.T) {
 	if cg, err := consumerGroupOf("g", ofTypes(recs, isConsumerType)); err != nil || len(cg.Members) != 2 {
 		t.Fatalf("consumer records beside share ones: %+v %v", cg, err)
 	}
-	delete(recs, sgKey(sgMemberMetadataType, "sg", "m2"))
+	delete(recs, shareKind.key(sgMemberMetadataType, "sg", "m2"))
 	got, _ = shareGroupOf("sg", recs)
 	if len(got.Members) != 1 || got.Members[0].MemberID != "m1" {
 		t.Fatalf("members without m2's metadata: %+v", got.Members)

@@ -135,16 +135,6 @@ type StreamsMember struct {
 	hasMetadata                      bool
 }
 
-// stKey encodes the key of a streams-group record.
-func stKey(typ int16, group, member string) string {
-	b := kbin.AppendInt16(nil, typ)
-	b = kbin.AppendString(b, group)
-	if stPerMember(typ) {
-		b = kbin.AppendString(b, member)
-	}
-	return string(b)
-}
-
 func appendStrings(dst []byte, ss []string) []byte {
 	dst = kbin.AppendCompactArrayLen(dst, len(ss))
 	for _, s := range ss {
@@ -210,7 +200,7 @@ func streamsGroupRecords(sg *StreamsGroup) map[string][]byte {
 	v := kbin.AppendInt32(start(), sg.Epoch)
 	v = kbin.AppendInt64(v, 0) // MetadataHash: the coordinator checks the topics again after a restart
 	v = appendKVs(v, nil)      // AssignmentConfigs: the broker's settings apply
-	out[stKey(stMetadataType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
+	out[streamsKind.key(stMetadataType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
 
 	if t := sg.Topology; t != nil {
 		v = kbin.AppendInt32(start(), t.Epoch)
@@ -231,11 +221,11 @@ func streamsGroupRecords(sg *StreamsGroup) map[string][]byte {
 			}
 			v = kbin.AppendUvarint(v, 0)
 		}
-		out[stKey(stTopologyType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
+		out[streamsKind.key(stTopologyType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
 	}
 
 	v = kbin.AppendInt32(start(), sg.AssignmentEpoch)
-	out[stKey(stTargetMetadataType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
+	out[streamsKind.key(stTargetMetadataType, sg.Group, "")] = kbin.AppendUvarint(v, 0)
 
 	for i := range sg.Members {
 		m := &sg.Members[i]
@@ -255,17 +245,17 @@ func streamsGroupRecords(sg *StreamsGroup) map[string][]byte {
 			v = kbin.AppendInt8(v, -1)
 		}
 		v = appendKVs(v, m.ClientTags)
-		out[stKey(stMemberMetadataType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
+		out[streamsKind.key(stMemberMetadataType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
 
 		v = appendStreamsTasks(start(), m.Target)
-		out[stKey(stTargetMemberType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
+		out[streamsKind.key(stTargetMemberType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
 
 		v = kbin.AppendInt32(start(), m.MemberEpoch)
 		v = kbin.AppendInt32(v, m.PreviousMemberEpoch)
 		v = kbin.AppendInt8(v, m.State)
 		v = appendStreamsTasks(v, m.Assigned)
 		v = appendStreamsTasks(v, m.PendingRevocation)
-		out[stKey(stCurrentAssignmentType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
+		out[streamsKind.key(stCurrentAssignmentType, sg.Group, m.MemberID)] = kbin.AppendUvarint(v, 0)
 	}
 	return out
 }

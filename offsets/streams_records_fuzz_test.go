@@ -14,8 +14,8 @@ func FuzzStreamsGroupValue(f *testing.F) {
 		f.Add([]byte(k), v)
 	}
 	// An endpoint with a bad presence byte, a huge array length.
-	f.Add([]byte(stKey(stMemberMetadataType, "g", "m")), []byte{0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 7, 1})
-	f.Add([]byte(stKey(stTopologyType, "g", "")), []byte{0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte(streamsKind.key(stMemberMetadataType, "g", "m")), []byte{0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 7, 1})
+	f.Add([]byte(streamsKind.key(stTopologyType, "g", "")), []byte{0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		got, ok, err := decodeRec(key, value)
 		if err != nil || !ok || !got.isCG || got.tombstone {

@@ -73,7 +73,7 @@ func TestStreamsGroupRecordsRoundTrip(t *testing.T) {
 		t.Fatal("streams records taken for consumer-group records")
 	}
 	// A member whose metadata record is missing is not a member.
-	delete(recs, stKey(stMemberMetadataType, "app", "m2"))
+	delete(recs, streamsKind.key(stMemberMetadataType, "app", "m2"))
 	got, _ = streamsGroupOf("app", recs)
 	if len(got.Members) != 1 || got.Members[0].MemberID != "m1" {
 		t.Fatalf("members without m2's metadata: %+v", got.Members)
