@@ -58,7 +58,8 @@ var consumeCases = []consumeCase{
 // reports throughput and the broker's CPU and heap per GB of record
 // values. The time runs from creating the client to the last record, so a
 // group's join is included; join_ms is the time to the first record of
-// the first pass.
+// the first pass. fetch_kb and fetch_ms describe the Fetch responses the
+// clients read (fetchStats).
 func runConsume(ctx context.Context, bp *brokerProc, c consumeCase, topic string, passes int) (metrics, error) {
 	want, err := topicRecords(ctx, bp.addr, topic)
 	if err != nil {
@@ -66,14 +67,16 @@ func runConsume(ctx context.Context, bp *brokerProc, c consumeCase, topic string
 	}
 	// Warm-up: one read of what is there, unmeasured (the page cache, the
 	// brokers' own caches).
-	if _, _, _, err := consumeAll(ctx, bp.addr, c, topic, want, 0); err != nil {
+	fetches := &fetchStats{}
+	if _, _, _, err := consumeAll(ctx, bp.addr, c, topic, want, 0, fetches); err != nil {
 		return nil, err
 	}
+	fetches.start()
 	m := startMeasure(bp)
 	var payload, records int64
 	var first time.Duration
 	for pass := range passes {
-		r, n, f, err := consumeAll(ctx, bp.addr, c, topic, want, pass+1)
+		r, n, f, err := consumeAll(ctx, bp.addr, c, topic, want, pass+1, fetches)
 		if err != nil {
 			return nil, err
 		}
@@ -86,28 +89,36 @@ func runConsume(ctx context.Context, bp *brokerProc, c consumeCase, topic string
 	out := m.finish(payload)
 	out.setRate(records, payload)
 	out["join_ms"] = ms(first)
+	fetches.finish(out)
 	return out, nil
 }
 
 // consumeAll reads want records of topic from its start with new clients
 // and returns the records read, the bytes of their values and the time to
-// the first record. pass makes the group name unique.
-func consumeAll(ctx context.Context, addr string, c consumeCase, topic string, want int64, pass int) (int64, int64, time.Duration, error) {
+// the first record. pass makes the group name unique; every client
+// reports its fetches to fetches.
+func consumeAll(ctx context.Context, addr string, c consumeCase, topic string, want int64, pass int, fetches *fetchStats) (int64, int64, time.Duration, error) {
 	if c.members > 1 && c.group {
-		n, f, err := consumeGroup(ctx, addr, c, topic, pass)
+		n, f, err := consumeGroup(ctx, addr, c, topic, pass, fetches)
 		return want, n, f, err
 	}
 	if c.members > 1 {
-		return consumeDirect(ctx, addr, c, topic)
+		return consumeDirect(ctx, addr, c, topic, fetches)
 	}
-	n, f, err := consumeOne(ctx, addr, c, topic, want, pass)
+	n, f, err := consumeOne(ctx, addr, c, topic, want, pass, fetches)
 	return want, n, f, err
+}
+
+// consumerOpts are the options of every consume client: kgo's default
+// fetch settings, the same for every broker, and the fetches hook.
+func consumerOpts(addr string, fetches *fetchStats, opts ...kgo.Opt) []kgo.Opt {
+	return append(opts, kgo.SeedBrokers(addr), kgo.WithHooks(fetches))
 }
 
 // consumeOne reads want records of topic from its start with one new
 // client, by direct assignment of all partitions or in a new group.
-func consumeOne(ctx context.Context, addr string, c consumeCase, topic string, want int64, pass int) (int64, time.Duration, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(addr)}
+func consumeOne(ctx context.Context, addr string, c consumeCase, topic string, want int64, pass int, fetches *fetchStats) (int64, time.Duration, error) {
+	var opts []kgo.Opt
 	if c.group {
 		opts = append(opts, kgo.ConsumerGroup(fmt.Sprintf("kbench-%s-%d-%d", topic, time.Now().UnixNano(), pass)),
 			kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -119,7 +130,7 @@ func consumeOne(ctx context.Context, addr string, c consumeCase, topic string, w
 		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
 	}
 	start := time.Now()
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(consumerOpts(addr, fetches, opts...)...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -173,7 +184,7 @@ func topicRecords(ctx context.Context, addr, topic string) (int64, error) {
 // once) and the time to the first record. A member that joins late takes
 // partitions over from the last committed offsets, so a few records may
 // be read twice; they cost the broker, but count once.
-func consumeGroup(ctx context.Context, addr string, c consumeCase, topic string, pass int) (int64, time.Duration, error) {
+func consumeGroup(ctx context.Context, addr string, c consumeCase, topic string, pass int, fetches *fetchStats) (int64, time.Duration, error) {
 	ends, err := endOffsets(ctx, addr, topic)
 	if err != nil {
 		return 0, 0, err
@@ -202,8 +213,8 @@ func consumeGroup(ctx context.Context, addr string, c consumeCase, topic string,
 	errs := make(chan error, c.members)
 	var wg sync.WaitGroup
 	for range c.members {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		cl, err := kgo.NewClient(consumerOpts(addr, fetches, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 		if err != nil {
 			cancel()
 			wg.Wait()
@@ -282,7 +293,7 @@ func endOffsets(ctx context.Context, addr, topic string) (map[int32]int64, error
 // assigned its share of the partitions (see consumeCase.members), and
 // returns the records read in all, the bytes of their values and the time
 // to the first record.
-func consumeDirect(ctx context.Context, addr string, c consumeCase, topic string) (int64, int64, time.Duration, error) {
+func consumeDirect(ctx context.Context, addr string, c consumeCase, topic string, fetches *fetchStats) (int64, int64, time.Duration, error) {
 	ends, err := endOffsets(ctx, addr, topic)
 	if err != nil {
 		return 0, 0, 0, err
@@ -310,7 +321,7 @@ func consumeDirect(ctx context.Context, addr string, c consumeCase, topic string
 		if want == 0 {
 			continue
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}))
+		cl, err := kgo.NewClient(consumerOpts(addr, fetches, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}))...)
 		if err != nil {
 			cancel()
 			wg.Wait()

@@ -65,13 +65,14 @@ func (l *latencies) start() {
 	l.mu.Unlock()
 }
 
-// add records d if recording is on.
-func (l *latencies) add(d time.Duration) {
+// add records d if recording is on, and reports whether it did.
+func (l *latencies) add(d time.Duration) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.on {
 		l.ds = append(l.ds, d)
 	}
-	l.mu.Unlock()
+	return l.on
 }
 
 // stop stops recording and returns what was recorded, sorted.
