@@ -35,6 +35,23 @@ func TestCRCCombine(t *testing.T) {
 	}
 }
 
+// TestXPow8n holds xPow8n's table of hexadecimal digits to the CRC of
+// zeros, which multiplies the register by x^8 a byte: with the CRC's
+// inversions, a·x^(8·n) = ^Update(^a, n zero bytes).
+func TestXPow8n(t *testing.T) {
+	zeros := make([]byte, 1<<24+300)
+	lens := []int{1 << 20, 1<<24 + 299, 999_983, 65_537, 0xfedcb}
+	for n := range 4200 {
+		lens = append(lens, n)
+	}
+	for _, n := range lens {
+		want := ^crc32.Update(^uint32(1<<31), castagnoli, zeros[:n])
+		if got := xPow8n(int64(n)); got != want {
+			t.Fatalf("xPow8n(%d) = %08x, want %08x", n, got, want)
+		}
+	}
+}
+
 // TestCRCShiftTable: the table crcShift builds for a length multiplies
 // every value as gfMul does, for lengths whose operators have few and many
 // bits set, and after a change of length.
@@ -82,6 +99,25 @@ func BenchmarkCRC(b *testing.B) {
 				c = s.combine(c, 2, int64(n))
 			}
 		})
+	}
+}
+
+// BenchmarkCRCCombineMixed is a combine per batch of a request whose
+// batches all differ in length (kgo's batches to several partitions), so
+// that neither the kept operator nor the branch predictor can learn the
+// operands: what AppendMany pays per batch of 4 KiB or more.
+func BenchmarkCRCCombineMixed(b *testing.B) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	lens := make([]int64, 1024)
+	for i := range lens {
+		lens[i] = minCombineTail + rng.Int64N(1<<20)
+	}
+	var s crcShift
+	c := uint32(1)
+	i := 0
+	for b.Loop() {
+		c = s.combine(c, 2, lens[i%len(lens)])
+		i++
 	}
 }
 
