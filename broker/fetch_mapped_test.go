@@ -5,14 +5,18 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/kbroker/kbroker/internal/testenv"
 	"github.com/kbroker/kbroker/partition"
 )
 
@@ -100,88 +104,14 @@ func testFetchInterleavedFromMapping(t *testing.T, mode string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	const parts, batches = 8, 96
-	tp, err := srv.Topics().Create("il", parts, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// size of batch k's records: mostly 8 KiB batches (8 records of 1 KiB),
-	// every 16th one 32 KiB, above the 16 KiB threshold.
-	recs := func(k int) int {
-		if k%16 == 15 {
-			return 32
-		}
-		return 8
-	}
-	var small int64
-	for k := 0; k < batches; k++ {
-		for p := 0; p < parts; p++ {
-			b := valueBatch(p, k, recs(k), 1024)
-			if len(b) < defaultFetchCopyThreshold {
-				small += int64(len(b))
-			}
-			if _, err := srv.Store().Partition(partition.TopicID(tp.ID), int32(p)).Append(b, 9, 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	il := fillInterleaved(t, srv, "il", 96)
 	before := mappingRSS(t, dir)
 	copiedBefore := srv.Stats().CopiedBytes
 	cl := newClient(t, srv)
-	next := make([]int64, parts) // next offset per partition
-	got := make([]int, parts)    // batches read per partition
-	for done := 0; done < parts; {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version = 12
-		req.ReplicaID = -1
-		req.MaxBytes = 4 << 20
-		req.SessionEpoch = -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = "il", tp.ID // kgo may send v13+, where topics go by id
-		for p := 0; p < parts; p++ {
-			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = int32(p), next[p], 512<<10, -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		req.Topics = append(req.Topics, rt)
-		resp := rawFetch(t, cl, req)
-		done = 0
-		for _, rp := range resp.Topics[0].Partitions {
-			if rp.ErrorCode != 0 {
-				t.Fatalf("partition %d: error %d", rp.Partition, rp.ErrorCode)
-			}
-			p := int(rp.Partition)
-			for b := rp.RecordBatches; len(b) > 0; {
-				var rb kmsg.RecordBatch
-				if err := rb.ReadFrom(b); err != nil {
-					t.Fatalf("partition %d at %d: %v", p, next[p], err)
-				}
-				b = b[12+rb.Length:]
-				if rb.FirstOffset != next[p] || int(rb.NumRecords) != recs(got[p]) {
-					t.Fatalf("partition %d: batch at offset %d of %d records, want offset %d of %d",
-						p, rb.FirstOffset, rb.NumRecords, next[p], recs(got[p]))
-				}
-				rs := rb.Records // uncompressed
-				for i := 0; i < int(rb.NumRecords); i++ {
-					var r kmsg.Record
-					if err := r.ReadFrom(rs); err != nil {
-						t.Fatalf("partition %d batch %d record %d: %v", p, got[p], i, err)
-					}
-					rs = rs[r.Length+int32(varintLen(int64(r.Length))):]
-					if want := recordValue(p, got[p], i, 1024); !bytes.Equal(r.Value, want) {
-						t.Fatalf("partition %d batch %d record %d: value %.20q…, want %.20q…", p, got[p], i, r.Value, want)
-					}
-				}
-				next[p] += int64(rb.NumRecords)
-				got[p]++
-			}
-			if got[p] == batches {
-				done++
-			}
-		}
+	for !il.check(t, rawFetch(t, cl, il.request())) {
 	}
-	if copied := srv.Stats().CopiedBytes - copiedBefore; copied != small {
-		t.Errorf("%d bytes written from the mapping, want the %d of the batches under the threshold", copied, small)
+	if copied := srv.Stats().CopiedBytes - copiedBefore; copied != il.small {
+		t.Errorf("%d bytes written from the mapping, want the %d of the batches under the threshold", copied, il.small)
 	}
 	// Without unmapping, the resident pages would grow by about what was
 	// read from the mapping (small, over 5 MiB); the pages at the edges of
@@ -190,12 +120,211 @@ func testFetchInterleavedFromMapping(t *testing.T, mode string) {
 	after := mappingRSS(t, dir)
 	// With pool buffers the commit service writes appends into the mapping
 	// itself, at its own pace, so the growth is not the fetch's alone.
-	if grown := after - before; mode != "pool" && grown > small/8 {
+	if grown := after - before; mode != "pool" && grown > il.small/8 {
 		t.Errorf("commit-log mappings grew by %d KiB resident after reading %d KiB from them (%d → %d KiB)",
-			grown>>10, small>>10, before>>10, after>>10)
+			grown>>10, il.small>>10, before>>10, after>>10)
 	}
-	t.Logf("read %d KiB from the mapping; its resident pages %d → %d KiB", small>>10, before>>10, after>>10)
+	t.Logf("read %d KiB from the mapping; its resident pages %d → %d KiB", il.small>>10, before>>10, after>>10)
 }
+
+// TestFetchMappedSlowReader: responses written from the mapping reach a
+// client that reads them a few hundred bytes at a time whole and in
+// order: the socket fills again and again in
+// the middle of a writev of mapped ranges, and each send resumes exactly
+// where the last stopped.
+func TestFetchMappedSlowReader(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, nil)
+	il := fillInterleaved(t, srv, "slow", 96)
+	copiedBefore := srv.Stats().CopiedBytes
+	c := dialRaw(t, srv)
+	// A receive window far smaller than a response, yet above the
+	// loopback MSS (64 KiB): below it, the corked sender waits for the
+	// zero-window probe timer instead of the reader.
+	if err := c.nc.(*net.TCPConn).SetReadBuffer(256 << 10); err != nil {
+		t.Fatal(err)
+	}
+	c.br = bufio.NewReader(trickle{c.nc, 700})
+	for {
+		req := il.request()
+		req.MaxBytes = 64 << 20
+		for i := range req.Topics[0].Partitions {
+			req.Topics[0].Partitions[i].PartitionMaxBytes = 4 << 20
+		}
+		if il.check(t, c.recv(req, c.send(req), 30*time.Second).(*kmsg.FetchResponse)) {
+			break
+		}
+	}
+	if copied := srv.Stats().CopiedBytes - copiedBefore; copied != il.small {
+		t.Errorf("%d bytes written from the mapping, want the %d of the batches under the threshold", copied, il.small)
+	}
+}
+
+// TestFetchMappedPeerGone: a client that asks for a large response, reads
+// its first bytes and resets the connection fails the broker's send of
+// mapped ranges half-way. The broker closes the connection, drops the
+// pages it mapped for the response and serves the next client every byte.
+func TestFetchMappedPeerGone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv, err := StartInProcess(dir, nil, WithLogger(zaptest.NewLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	il := fillInterleaved(t, srv, "gone", 96)
+	before := mappingRSS(t, dir)
+	copiedBefore := srv.Stats().CopiedBytes
+	for range 3 {
+		c := dialRaw(t, srv)
+		nc := c.nc.(*net.TCPConn)
+		req := il.request()
+		req.MaxBytes = 64 << 20
+		for i := range req.Topics[0].Partitions {
+			req.Topics[0].Partitions[i].PartitionMaxBytes = 4 << 20
+		}
+		c.send(req)
+		// The first bytes in hand, the broker is writing the response.
+		if _, err := io.ReadFull(nc, make([]byte, 64<<10)); err != nil {
+			t.Fatal(err)
+		}
+		nc.SetLinger(0) // close with a reset: the broker's next write fails
+		nc.Close()
+		testenv.Eventually(t, 10*time.Second, "the broker closed the reset connection", func() bool {
+			return srv.Stats().OpenConnections == 0
+		})
+	}
+	if srv.Stats().CopiedBytes == copiedBefore {
+		t.Fatal("no response was written from the mapping")
+	}
+	// Fault-around may leave up to 64 KiB mapped at either edge of a
+	// response's span; without the unmap the growth is megabytes.
+	after := mappingRSS(t, dir)
+	if grown := after - before; grown > 512<<10 {
+		t.Errorf("commit-log mappings grew by %d KiB resident after three failed responses (%d → %d KiB)",
+			grown>>10, before>>10, after>>10)
+	}
+	t.Logf("resident pages of the mappings %d → %d KiB", before>>10, after>>10)
+	cl := newClient(t, srv)
+	for !il.check(t, rawFetch(t, cl, il.request())) {
+	}
+}
+
+// interleaved is a topic of 8 partitions whose batches interleave in the
+// commit log, and how far a reader of all of them has got.
+type interleaved struct {
+	name    string
+	id      [16]byte
+	batches int
+	// small is the bytes of the batches under the copy threshold: those
+	// a response writes from the mapping.
+	small int64
+	next  []int64 // next offset per partition
+	got   []int   // batches read per partition
+}
+
+const interleavedParts = 8
+
+// fillInterleaved creates the topic name and appends batches batches to
+// each partition in turn.
+func fillInterleaved(t *testing.T, srv *InProcess, name string, batches int) *interleaved {
+	t.Helper()
+	tp, err := srv.Topics().Create(name, interleavedParts, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	il := &interleaved{name: name, id: tp.ID, batches: batches,
+		next: make([]int64, interleavedParts), got: make([]int, interleavedParts)}
+	for k := 0; k < batches; k++ {
+		for p := 0; p < interleavedParts; p++ {
+			b := valueBatch(p, k, il.records(k), 1024)
+			if len(b) < defaultFetchCopyThreshold {
+				il.small += int64(len(b))
+			}
+			if _, err := srv.Store().Partition(partition.TopicID(tp.ID), int32(p)).Append(b, 9, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return il
+}
+
+// records is the record count of batch k: mostly 8 KiB batches (8
+// records of 1 KiB), every 16th one 32 KiB, above the 16 KiB threshold.
+func (il *interleaved) records(k int) int {
+	if k%16 == 15 {
+		return 32
+	}
+	return 8
+}
+
+// request asks for every partition from where the reader is.
+func (il *interleaved) request() *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	req.ReplicaID = -1
+	req.MaxBytes = 4 << 20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = il.name, il.id // kgo may send v13+, where topics go by id
+	for p := 0; p < interleavedParts; p++ {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = int32(p), il.next[p], 512<<10, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// check verifies every batch and record value of resp against what
+// fillInterleaved wrote, advances the reader, and reports whether it has
+// read everything.
+func (il *interleaved) check(t *testing.T, resp *kmsg.FetchResponse) (done bool) {
+	t.Helper()
+	complete := 0
+	for _, rp := range resp.Topics[0].Partitions {
+		if rp.ErrorCode != 0 {
+			t.Fatalf("partition %d: error %d", rp.Partition, rp.ErrorCode)
+		}
+		p := int(rp.Partition)
+		for b := rp.RecordBatches; len(b) > 0; {
+			var rb kmsg.RecordBatch
+			if err := rb.ReadFrom(b); err != nil {
+				t.Fatalf("partition %d at %d: %v", p, il.next[p], err)
+			}
+			b = b[12+rb.Length:]
+			if rb.FirstOffset != il.next[p] || int(rb.NumRecords) != il.records(il.got[p]) {
+				t.Fatalf("partition %d: batch at offset %d of %d records, want offset %d of %d",
+					p, rb.FirstOffset, rb.NumRecords, il.next[p], il.records(il.got[p]))
+			}
+			rs := rb.Records // uncompressed
+			for i := 0; i < int(rb.NumRecords); i++ {
+				var r kmsg.Record
+				if err := r.ReadFrom(rs); err != nil {
+					t.Fatalf("partition %d batch %d record %d: %v", p, il.got[p], i, err)
+				}
+				rs = rs[r.Length+int32(varintLen(int64(r.Length))):]
+				if want := recordValue(p, il.got[p], i, 1024); !bytes.Equal(r.Value, want) {
+					t.Fatalf("partition %d batch %d record %d: value %.20q…, want %.20q…", p, il.got[p], i, r.Value, want)
+				}
+			}
+			il.next[p] += int64(rb.NumRecords)
+			il.got[p]++
+		}
+		if il.got[p] == il.batches {
+			complete++
+		}
+	}
+	return complete == interleavedParts
+}
+
+// trickle reads at most n bytes at a time from r.
+type trickle struct {
+	r io.Reader
+	n int
+}
+
+func (t trickle) Read(b []byte) (int, error) { return t.r.Read(b[:min(len(b), t.n)]) }
 
 // varintLen is the length of x as a zig-zag varint.
 func varintLen(x int64) int {
