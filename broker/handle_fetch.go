@@ -13,7 +13,8 @@ package broker
 // high watermark, or for read_committed the last stable offset) or
 // max_wait_ms passes; the connection keeps reading other requests
 // meanwhile, and its writer, which sends answers in request order, does
-// the waiting (finishParked). A connection reuses its fetch's request,
+// the waiting (finishParked, or for a held session fetch writeLoop's
+// select, fetch_held.go). A connection reuses its fetch's request,
 // plan and timer from one fetch to the next (fetch_state.go).
 //
 // Isolation (KIP-98, v4+): read_uncommitted (0) reads up to the high
@@ -177,7 +178,9 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 	// The wait is the connection writer's (finishParked), which has
 	// nothing to send before this answer anyway, responses going in
 	// request order: no goroutine per park, and the wake goes straight to
-	// the goroutine that sends. The max wait counts from now.
+	// the goroutine that sends. A session fetch with nothing queued before
+	// it the connection holds instead, without handing it to the writer
+	// (fetch_held.go). The max wait counts from now.
 	st.skips = skips
 	st.parkTimer(wait)
 	fr.parked = st
@@ -185,15 +188,20 @@ func (b *Broker) handleFetch(c *conn, req *kmsg.FetchRequest) (result, error) {
 }
 
 // finishParked ends a parked fetch on its connection's writer: it waits
-// for data (parkFetch), then reads again and encodes the answer into fr;
-// when the connection closed meanwhile, fr is left with nothing to send.
-// It recycles the fetch's state.
+// for data (parkFetch), then answers it (answerParked).
 func (b *Broker) finishParked(c *conn, fr *fetchResult) {
+	b.parkFetch(c, fr.parked)
+	b.answerParked(c, fr)
+}
+
+// answerParked ends a parked fetch whose wait is over: it reads again and
+// encodes the answer into fr; when the connection closed meanwhile, fr is
+// left with nothing to send. It recycles the fetch's state.
+func (b *Broker) answerParked(c *conn, fr *fetchResult) {
 	st := fr.parked
 	fr.parked = nil
 	defer c.recycleFetch(st)
 	plan := &st.plan
-	b.parkFetch(c, st)
 	if c.ctx.Err() != nil {
 		fr.frame.Bytes = fr.frame.Bytes[:0] // nothing to send; never a stale frame
 		return
