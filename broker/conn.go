@@ -55,13 +55,17 @@ type conn struct {
 	// out carries responses to the writer in request order.
 	out chan outgoing
 	// queued counts the responses handed to the writer and not yet
-	// written: the reader adds one before sending on out, the writer
+	// written: the reader adds one before sending on out (or holding a
+	// fetch, fetch_held.go), the writer
 	// takes it off once the response is written (or dropped). Only the
 	// reader adds, so when it reads 0 the writer holds nothing and will
 	// get nothing until the reader queues again: the reader may write,
 	// and everything the writer wrote happened before (the atomic orders
 	// it), including its use of sw and the write deadline.
 	queued atomic.Int64
+	// held is the parked fetch the connection holds for the writer to
+	// answer (fetch_held.go).
+	held heldFetch
 	// inlineBuf is the reader's buffer for the responses it writes
 	// itself; reader goroutine only.
 	inlineBuf []byte
@@ -144,6 +148,7 @@ func newConn(b *Broker, l *listener, nc net.Conn) *conn {
 		host:      connHost(nc),
 	}
 	c.grow = b.frames.grow
+	c.initHeld()
 	if l.sasl() {
 		c.auth = &saslState{deadline: time.Now().Add(b.authTimeout())}
 	}
@@ -456,12 +461,17 @@ var errNoFetchResponse = errors.New("broker: fetch response was not encoded")
 // connection as the writer's does; the reader's next read then ends.
 func (c *conn) enqueue(corr int32, res result, t timing) error {
 	o := outgoing{corr: corr, res: res, t: t}
-	if c.queued.Load() == 0 && inlineable(&res) && c.ctx.Err() == nil {
-		var err error
-		if c.inlineBuf, err = c.send(o, c.inlineBuf); err != nil {
-			c.writeFailed(err)
+	if c.queued.Load() == 0 && c.ctx.Err() == nil {
+		if inlineable(&res) {
+			var err error
+			if c.inlineBuf, err = c.send(o, c.inlineBuf); err != nil {
+				c.writeFailed(err)
+			}
+			return nil
 		}
-		return nil
+		if holdable(&res) && c.hold(o) {
+			return nil
+		}
 	}
 	c.queued.Add(1)
 	select {
@@ -787,47 +797,86 @@ func putCopyChunk(b *[]byte) {
 	copyChunks.Put(b)
 }
 
-// writeLoop writes the queued responses in request order.
+// writeLoop writes the queued responses in request order, and answers
+// the held fetch (fetch_held.go) when it may be, or before the next
+// response.
 func (c *conn) writeLoop() {
 	var buf []byte
 	broken := false
-	for o := range c.out {
-		if o.res.ready != nil {
-			select {
-			case <-o.res.ready:
-			case <-c.ctx.Done():
+	for {
+		var done, stop <-chan struct{}
+		if c.held.p.Load() != nil {
+			done, stop = c.ctx.Done(), c.b.stop
+		}
+		var o outgoing
+		open, got := true, false
+		select {
+		case o, open = <-c.out:
+			got = open
+		case <-c.held.wake:
+		case <-done:
+		case <-stop:
+		}
+		// Loaded again: the reader may have held a fetch while this
+		// goroutine waited without its channels.
+		if h := c.held.p.Load(); h != nil {
+			if got || !open {
+				// It goes first, or last.
+				c.awaitHeld(h)
+			}
+			if got || !open || c.heldDone(h) {
+				buf, broken = c.writeOne(c.releaseHeld(h), buf, broken)
 			}
 		}
-		if fr := o.res.fetch; fr != nil && fr.parked != nil {
-			// A parked fetch waits here (handleFetch): it returns at
-			// once when the connection is gone.
-			c.b.finishParked(c, fr)
+		if !open {
+			return
 		}
-		if c.ctx.Err() != nil {
-			// The connection is gone; a parked fetch that saw it has no
-			// response to send (select may pick ready or Done first).
-			broken = true
+		if got {
+			buf, broken = c.writeOne(o, buf, broken)
 		}
-		if broken {
-			if o.res.fetch != nil {
-				// A parked fetch still owns its result until it is ready;
-				// it ends soon once the connection's context is done.
-				if o.res.ready != nil {
-					<-o.res.ready
-				}
-				o.res.fetch.recycle()
-			}
-			c.queued.Add(-1)
-			continue // drain: the connection is gone
-		}
-		var err error
-		buf, err = c.send(o, buf)
-		if err != nil {
-			broken = true
-			c.writeFailed(err)
-		}
-		c.queued.Add(-1) // after the write: the reader may write next
 	}
+}
+
+// writeOne writes one queued response, after waiting for it to be complete
+// (a group commit, a parked fetch); once the connection is broken it only
+// lets the response go.
+func (c *conn) writeOne(o outgoing, buf []byte, broken bool) ([]byte, bool) {
+	if o.res.ready != nil {
+		select {
+		case <-o.res.ready:
+		case <-c.ctx.Done():
+		}
+	}
+	if fr := o.res.fetch; fr != nil && fr.parked != nil {
+		// A parked fetch waits here (handleFetch): it returns at
+		// once when the connection is gone.
+		c.b.finishParked(c, fr)
+	}
+	if c.ctx.Err() != nil {
+		// The connection is gone; a parked fetch that saw it has no
+		// response to send (select may pick ready or Done first).
+		broken = true
+	}
+	if broken {
+		if o.res.fetch != nil {
+			// A parked fetch still owns its result until it is ready;
+			// it ends soon once the connection's context is done.
+			if o.res.ready != nil {
+				<-o.res.ready
+			}
+			o.res.fetch.recycle()
+		}
+		c.queued.Add(-1)
+		return buf, true // drain: the connection is gone
+	}
+	var err error
+	buf, err = c.send(o, buf)
+	if err != nil {
+		broken = true
+		c.writeFailed(err)
+	}
+	c.queued.Add(-1) // after the write: the reader may write next
+	return buf, broken
 }
 
 // send writes one complete response, with the request metrics, and

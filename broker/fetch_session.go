@@ -84,6 +84,9 @@ func (sp *sessionPart) PartitionChanged() {
 	case s.signal <- struct{}{}:
 	default: // already signalled
 	}
+	if c := s.holder.Load(); c != nil {
+		c.pokeHeld()
+	}
 }
 
 // fetchSession is one client's session.
@@ -97,6 +100,9 @@ type fetchSession struct {
 	// signal is signalled when a part goes on the dirty list; a parked
 	// session fetch waits on it.
 	signal chan struct{}
+	// holder is the connection holding a parked fetch of the session
+	// (fetch_held.go), which a change wakes too.
+	holder atomic.Pointer[conn]
 	// active are the parts that are not idle; guarded by mu.
 	active map[*sessionPart]struct{}
 	// seq numbers the parts in order of addition; guarded by mu.
