@@ -458,7 +458,9 @@ var errNoFetchResponse = errors.New("broker: fetch response was not encoded")
 // its response is sent; a client that does not read its responses stops
 // the reader once the socket's send buffer is full, where before it did
 // MaxInFlightPerConnection responses later. A failed write closes the
-// connection as the writer's does; the reader's next read then ends.
+// connection as the writer's does; the reader's next read then ends. A
+// parked session fetch with nothing queued before it the connection holds
+// for the writer to answer, without handing it over (fetch_held.go).
 func (c *conn) enqueue(corr int32, res result, t timing) error {
 	o := outgoing{corr: corr, res: res, t: t}
 	if c.queued.Load() == 0 && c.ctx.Err() == nil {
