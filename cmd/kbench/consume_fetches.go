@@ -2,6 +2,7 @@ package main
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,8 +30,13 @@ func (s *fetchStats) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE2
 	if key != kmsg.Fetch.Int16() || e.Err() != nil {
 		return
 	}
-	if s.times.add(e.DurationE2E()) {
-		s.bytes.Add(int64(e.BytesRead))
+	s.add(e.DurationE2E(), e.BytesRead)
+}
+
+// add records one response: the time to it and its bytes.
+func (s *fetchStats) add(d time.Duration, bytes int) {
+	if s.times.add(d) {
+		s.bytes.Add(int64(bytes))
 	}
 }
 

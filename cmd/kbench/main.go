@@ -60,7 +60,13 @@
 //   - raw (only when named): produce without a client library, one
 //     prebuilt request per connection sent over and over (rawproduce.go),
 //     so that the broker rather than kgo is the limit: 100 B and 1 KiB
-//     records to 1 and 1,000 partitions.
+//     records to 1 and 1,000 partitions;
+//   - rawconsume (only when named): consume without a client library,
+//     Fetch requests on raw connections with kgo's default limits, the
+//     responses walked batch header by batch header (rawconsume.go), so
+//     that the broker rather than the kgo consumer's decoding is the
+//     limit: 100 B and 1 KiB records, 1 and 8 partitions (1,000 with
+//     --case), read by 1 and 4 connections (--rawconsume-conns).
 //
 // Every case also reports the broker process's resident memory from
 // /proc/<pid>/status: its peak during the case (VmHWM, reset at the
@@ -108,9 +114,9 @@ func main() {
 	}
 }
 
-// workloads are the names --only accepts, in the order they run; scale
-// and raw run only when named.
-var workloads = []string{"produce", "consume", "e2e", "sync", "startup", "scale", "raw"}
+// workloads are the names --only accepts, in the order they run; scale,
+// raw and rawconsume run only when named.
+var workloads = []string{"produce", "consume", "e2e", "sync", "startup", "scale", "raw", "rawconsume"}
 
 // defaultWorkloads are the workloads run without --only.
 var defaultWorkloads = workloads[:5]
@@ -143,6 +149,7 @@ type options struct {
 	jsonOut         string
 	kbrokerBin      string
 	raw             rawOptions
+	rawConsume      rawConsumeOptions
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -154,7 +161,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.pid, "pid", 0, "with --addr: the broker's `pid`, for its CPU time")
 	brokers := fs.String("brokers", "kbroker,kfake-disk,kfake-mem", "brokers to start: `list` of "+strings.Join(brokerKinds, ", "))
 	fs.IntVar(&o.rounds, "rounds", 3, "`rounds`: every case runs once per round on each broker; medians are reported")
-	only := fs.String("only", strings.Join(defaultWorkloads, ","), "workloads to run: `list` of "+strings.Join(workloads, ", ")+" (scale only when named)")
+	only := fs.String("only", strings.Join(defaultWorkloads, ","), "workloads to run: `list` of "+strings.Join(workloads, ", ")+" (scale, raw and rawconsume only when named)")
 	fs.StringVar(&o.caseFilter, "case", "", "run only the produce and consume cases whose name matches `regexp` (e.g. '1 KiB × 1 ')")
 	fs.StringVar(&o.flush, "flush", "async", "kbroker's flush `mode` for produce, consume and e2e: async or sync")
 	fs.Int64Var(&o.segmentBytes, "segment-bytes", 128<<20, "kbroker's commit-log file size in `bytes` (kbroker and kbroker-bin)")
@@ -183,6 +190,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.raw.inflight, "raw-inflight", 4, "raw workload: outstanding `requests` per connection")
 	fs.IntVar(&o.raw.requestKB, "raw-request-kb", 1024, "raw workload: `KiB` of record values per request")
 	fs.IntVar(&o.raw.batchKB, "raw-batch-kb", 0, "raw workload: `KiB` of record values per batch, the requests taking each connection's\npartitions in turn (16: the Java producer's batch.size); 0 spreads a request over all of them")
+	rawConsumeConns := fs.String("rawconsume-conns", "1,4", "rawconsume workload: `counts` of connections reading at once, one case each")
+	fs.BoolVar(&o.rawConsume.crc, "rawconsume-crc", false, "rawconsume workload: check every batch's CRC-32C (the client's cost; off to compare brokers)")
 	fs.StringVar(&o.kbrokerBin, "kbroker-bin", "", "kbroker `binary` for kbroker-bin (default: go build ./cmd/kbroker)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -190,7 +199,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 				"Benchmarks kbroker against franz-go's kfake (or the broker at --addr) with kgo clients:\n"+
 				"produce, consume, end-to-end latency, sync flush and start-up, in rounds, reporting\n"+
 				"medians and kbroker/kfake ratios as Markdown tables. Brokers run in child processes,\n"+
-				"so broker CPU is measured apart from the clients'. See docs/BENCHMARKS.md.\n\nFlags:\n\n")
+				"so broker CPU is measured apart from the clients'. raw and rawconsume produce and consume\n"+
+				"without a client library (prebuilt Produce requests; Fetch requests whose responses are\n"+
+				"walked batch by batch), so that the broker, not kgo, is the limit. See docs/BENCHMARKS.md.\n\nFlags:\n\n")
 			fs.SetOutput(stderr)
 			fs.PrintDefaults()
 		}
@@ -218,6 +229,13 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 			}
 		}
 	}
+	for _, f := range splitList(*rawConsumeConns) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > 64 {
+			return o, fmt.Errorf("--rawconsume-conns: %q is not a count from 1 to 64", f)
+		}
+		o.rawConsume.conns = append(o.rawConsume.conns, n)
+	}
 	for _, f := range splitList(*scaleParts) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 1 || (n > 1 && n%5 != 0) {
@@ -240,7 +258,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	for _, b := range o.brokers {
 		served := []string{"produce", "raw"}
 		if b == "floor-read" {
-			served = append(served, "consume", "e2e")
+			served = append(served, "consume", "e2e", "rawconsume")
 		}
 		for _, w := range o.only {
 			if strings.HasPrefix(b, "floor") && !slices.Contains(served, w) {
@@ -351,7 +369,7 @@ func (b *bench) run(ctx context.Context) error {
 		}
 	}
 	for round := 1; round <= b.o.rounds; round++ {
-		if b.has("produce") || b.has("consume") || b.has("e2e") || b.has("raw") {
+		if b.has("produce") || b.has("consume") || b.has("e2e") || b.has("raw") || b.has("rawconsume") {
 			if err := b.loadRound(ctx, round); err != nil {
 				return err
 			}
@@ -496,6 +514,11 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 				}
 				b.record("consume", cc.name(), bp, round, m, "records_s", "mb_s", "broker_cpu", "rss_peak_mb")
 			}
+		}
+	}
+	if b.has("rawconsume") {
+		if err := b.rawConsumeCases(ctx, order, tag, round, match); err != nil {
+			return err
 		}
 	}
 	if b.has("e2e") {
