@@ -192,6 +192,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.raw.batchKB, "raw-batch-kb", 0, "raw workload: `KiB` of record values per batch, the requests taking each connection's\npartitions in turn (16: the Java producer's batch.size); 0 spreads a request over all of them")
 	rawConsumeConns := fs.String("rawconsume-conns", "1,4", "rawconsume workload: `counts` of connections reading at once, one case each")
 	fs.BoolVar(&o.rawConsume.crc, "rawconsume-crc", false, "rawconsume workload: check every batch's CRC-32C (the client's cost; off to compare brokers)")
+	fs.DurationVar(&o.rawConsume.minTime, "rawconsume-time", 2*time.Second, "rawconsume workload: read whole passes, after --consume-passes, until this `duration` has passed\n(one pass from the page cache is too short for the CPU times' 10 ms tick)")
 	fs.StringVar(&o.kbrokerBin, "kbroker-bin", "", "kbroker `binary` for kbroker-bin (default: go build ./cmd/kbroker)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -222,6 +223,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 			"start-data-mb":    func() { o.startDataMB = 32 },
 			"scale-partitions": func() { *scaleParts = "1,100" },
 			"settle":           func() { o.settle = 100 * time.Millisecond },
+			"rawconsume-time":  func() { o.rawConsume.minTime = 200 * time.Millisecond },
 		}
 		for name, apply := range quickDefaults {
 			if !set[name] {
@@ -276,6 +278,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.raw.conns < 1 || o.raw.inflight < 1 || o.raw.requestKB < 1 {
 		return o, errors.New("--raw-conns, --raw-inflight and --raw-request-kb must be positive")
+	}
+	if o.rawConsume.minTime < 0 {
+		return o, errors.New("--rawconsume-time must not be negative")
 	}
 	if o.raw.batchKB < 0 {
 		return o, errors.New("--raw-batch-kb must not be negative")

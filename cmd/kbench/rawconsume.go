@@ -55,6 +55,11 @@ type rawConsumeOptions struct {
 	// would; off by default, since the workload compares brokers and the
 	// check is the client's cost.
 	crc bool
+	// minTime is the least the measured passes take: whole passes are
+	// added until it has passed, since a pass of a few hundred MB from
+	// the page cache takes a tenth of a second, near the 10 ms tick of
+	// the CPU times.
+	minTime time.Duration
 }
 
 // kgo's default fetch limits, which every broker gets.
@@ -70,9 +75,10 @@ const (
 // with only cut-off batches would otherwise be asked forever.
 const rawStallLimit = 3
 
-// runRawConsume reads the whole topic passes times (after one unmeasured
-// pass) on c.conns raw connections and reports what runConsume reports,
-// the client's CPU included.
+// runRawConsume reads the whole topic passes times, and more until
+// o.minTime has passed (after one unmeasured pass), on c.conns raw
+// connections and reports what runConsume reports, the client's CPU
+// included.
 func runRawConsume(ctx context.Context, bp *brokerProc, c rawConsumeCase, topic string, passes int, o rawConsumeOptions) (metrics, error) {
 	ends, err := endOffsets(ctx, bp.addr, topic)
 	if err != nil {
@@ -107,7 +113,8 @@ func runRawConsume(ctx context.Context, bp *brokerProc, c rawConsumeCase, topic 
 	fetches.start()
 	m := startMeasure(bp)
 	var records int64
-	for range passes {
+	start := time.Now()
+	for pass := 0; pass < passes || time.Since(start) < o.minTime; pass++ {
 		n, err := rawReadAll(ctx, readers, fetches)
 		if err != nil {
 			return nil, err
