@@ -289,6 +289,13 @@ func endOffsets(ctx context.Context, addr, topic string) (map[int32]int64, error
 	return out, nil
 }
 
+// readsPartition reports whether reader i of readers reads partition p of
+// parts: the partitions p with p mod readers = i, or, on fewer partitions
+// than readers, partition i mod parts whole.
+func readsPartition(i, p, readers, parts int32) bool {
+	return p%readers == i || parts < readers && p == i%parts
+}
+
 // consumeDirect reads topic from its start with c.members clients, each
 // assigned its share of the partitions (see consumeCase.members), and
 // returns the records read in all, the bytes of their values and the time
@@ -313,7 +320,7 @@ func consumeDirect(ctx context.Context, addr string, c consumeCase, topic string
 		assign := map[int32]kgo.Offset{}
 		var want int64
 		for p := range parts {
-			if p%int32(c.members) == i || parts < int32(c.members) && p == i%parts {
+			if readsPartition(i, p, int32(c.members), parts) {
 				assign[p] = kgo.NewOffset().AtStart()
 				want += ends[p]
 			}

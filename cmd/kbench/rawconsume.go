@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,8 +26,8 @@ import (
 // of --consume-batch-bytes (16 KiB, the Java producer's batch.size, when
 // 0). Then each of the case's connections reads its share of the
 // partitions from offset 0 to the end offsets, as consumeDirect's readers
-// do (connection i reads the partitions p with p mod conns = i; on fewer
-// partitions than connections, each reads one partition whole). A
+// do (readsPartition: on fewer partitions than connections, each reads
+// one partition whole, and records/s counts every copy). A
 // connection sends Fetch v11 without a session, which every broker kbench
 // starts serves (floor-read: v4–v11), with kgo's default limits
 // (rawFetchRequest), one request outstanding at a time as a real consumer
@@ -93,7 +92,7 @@ func runRawConsume(ctx context.Context, bp *brokerProc, c rawConsumeCase, topic 
 	for i := range int32(c.conns) {
 		r := &rawReader{topic: topic, crc: o.crc, ends: make([]int64, len(ends)), offsets: make([]int64, len(ends))}
 		for p := range int32(len(ends)) {
-			if p%int32(c.conns) == i || int32(len(ends)) < int32(c.conns) && p == i%int32(len(ends)) {
+			if readsPartition(i, p, int32(c.conns), int32(len(ends))) {
 				r.ends[p] = ends[p]
 				r.parts = append(r.parts, p)
 			}
@@ -131,24 +130,7 @@ func runRawConsume(ctx context.Context, bp *brokerProc, c rawConsumeCase, topic 
 // rawReadAll reads every reader's partitions from offset 0 to their ends,
 // all readers at once, and returns the records read.
 func rawReadAll(ctx context.Context, readers []*rawReader, fetches *fetchStats) (int64, error) {
-	var (
-		wg      sync.WaitGroup
-		records = make([]int64, len(readers))
-		errs    = make([]error, len(readers))
-	)
-	for i, r := range readers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			records[i], errs[i] = r.pass(ctx, fetches)
-		}()
-	}
-	wg.Wait()
-	var n int64
-	for _, r := range records {
-		n += r
-	}
-	return n, errors.Join(errs...)
+	return sumEach(readers, func(_ int, r *rawReader) (int64, error) { return r.pass(ctx, fetches) })
 }
 
 // rawReader is one raw consume connection and its partitions.

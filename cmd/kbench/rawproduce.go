@@ -163,26 +163,36 @@ type rawConn struct {
 // its share, all at once) and returns the records acknowledged; rtt, if
 // set, gets every request's round trip.
 func runRawConns(ctx context.Context, gens []*rawConn, requests int64, rtt *latencies) (int64, error) {
-	var (
-		wg      sync.WaitGroup
-		records atomic.Int64
-		errs    = make([]error, len(gens))
-	)
-	for i, g := range gens {
+	return sumEach(gens, func(i int, g *rawConn) (int64, error) {
 		share := requests / int64(len(gens))
 		if int64(i) < requests%int64(len(gens)) {
 			share++
 		}
+		return g.run(ctx, share, rtt)
+	})
+}
+
+// sumEach runs f on every connection at once and returns the sum of the
+// counts they return and their errors, joined.
+func sumEach[T any](conns []T, f func(int, T) (int64, error)) (int64, error) {
+	var (
+		wg     sync.WaitGroup
+		counts = make([]int64, len(conns))
+		errs   = make([]error, len(conns))
+	)
+	for i, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := g.run(ctx, share, rtt)
-			errs[i] = err
-			records.Add(n)
+			counts[i], errs[i] = f(i, c)
 		}()
 	}
 	wg.Wait()
-	return records.Load(), errors.Join(errs...)
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n, errors.Join(errs...)
 }
 
 // run sends n requests on the connection with up to inflight outstanding,
