@@ -166,6 +166,9 @@ func (r *rawReader) pass(ctx context.Context, fetches *fetchStats) (int64, error
 	var records int64
 	stalls := 0
 	for r.left() > 0 {
+		if err := ctx.Err(); err != nil { // the deadline below would undo the cancel's
+			return records, err
+		}
 		r.buildFetch()
 		sent := time.Now()
 		// A broker answers within max wait; a hung one fails the case.
