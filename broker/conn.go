@@ -101,8 +101,8 @@ type conn struct {
 	// host is the peer's IP address as Kafka prints it, which
 	// host-restricted ACLs match (acl.HostAddress).
 	host string
-	// grow is the broker's frames.grow, taken once (a method value
-	// allocates each time).
+	// grow is growFrame, taken once (a method value allocates each
+	// time).
 	grow protocol.GrowFunc
 	// produce is what the connection reuses for its Produce requests;
 	// reader goroutine only.
@@ -147,7 +147,7 @@ func newConn(b *Broker, l *listener, nc net.Conn) *conn {
 		principal: anonymous,
 		host:      connHost(nc),
 	}
-	c.grow = b.frames.grow
+	c.grow = c.growFrame
 	c.initHeld()
 	if l.sasl() {
 		c.auth = &saslState{deadline: time.Now().Add(b.authTimeout())}
@@ -181,6 +181,7 @@ func (c *conn) serve() {
 	}()
 	var gone bool
 	pprof.Do(c.ctx, pprof.Labels("conn", "reader"), func(context.Context) { gone = c.readLoop() })
+	c.b.frames.disown(c)
 	switch {
 	case c.stopping.Load():
 	case gone:
@@ -233,8 +234,8 @@ func (c *conn) readLoop() (gone bool) {
 			}
 		}
 		frame := buf[:0]
-		if int(n) > cap(buf) && n > keptFrame {
-			if f := c.b.frames.get(int(n)); f != nil {
+		if int(n) > cap(buf) {
+			if f := c.b.frames.get(int(n), int(n), c); f != nil {
 				frame = f
 			}
 		}
@@ -256,10 +257,10 @@ func (c *conn) readLoop() (gone bool) {
 			return true
 		}
 		if cap(frame) > keptFrame {
-			// Not kept for an idle connection, but cached for the next
-			// large request of any connection; buf stays for the small
-			// ones.
-			c.b.frames.put(frame)
+			// Not kept for an idle connection, but cached, for this
+			// connection's next request first (frameCache.get); buf
+			// stays for the small ones.
+			c.b.frames.put(frame, c)
 		} else {
 			buf = frame
 		}
@@ -282,6 +283,12 @@ func (c *conn) discardInput(br *bufio.Reader) {
 // drainTimeout bounds how long the answers still due may take to write
 // once a connection sent an unreadable request.
 const drainTimeout = 5 * time.Second
+
+// growFrame is the reader's protocol.GrowFunc: the broker's frames.grow
+// for this connection, which has first claim on the buffer it puts back.
+func (c *conn) growFrame(buf []byte, need, size int) []byte {
+	return c.b.frames.grow(buf, need, size, c)
+}
 
 // keptFrame is the largest request buffer a connection keeps between
 // requests; larger ones go back to the broker's frames (frame_cache.go)

@@ -8,10 +8,10 @@ import (
 )
 
 // frameCache holds a broker's request buffers larger than keptFrame
-// between requests, for any of its connections: a producer whose
-// requests carry several 1 MB batches would otherwise allocate (and grow,
-// and clear) a new buffer for every request, about twice the bytes it
-// produces.
+// between requests, each for the connection that put it back first and
+// then for any (get): a producer whose requests carry several 1 MB
+// batches would otherwise allocate (and grow, and clear) a new buffer for
+// every request, about twice the bytes it produces.
 //
 // It replaced a sync.Pool, which every other garbage collection empties:
 // the next large request then grew a new buffer from 64 KiB in doubling
@@ -56,10 +56,13 @@ type frameCache struct {
 	}
 }
 
-// cachedFrame is one cached buffer and when it was put back.
+// cachedFrame is one cached buffer, when it was put back, and by whom.
 type cachedFrame struct {
 	buf []byte
 	at  time.Time
+	// owner is the connection that put it back, which has first claim
+	// on it (get); nil once the owner put back another or closed.
+	owner *conn
 }
 
 const (
@@ -82,17 +85,44 @@ const (
 	frameReleaseMin = 16 << 20
 )
 
-// get returns the smallest cached buffer that holds n bytes, empty, or
-// nil. A smaller cached buffer is left for smaller requests: handed out
-// to grow from, as before, it was thrown away at the first growth, and
-// under several producers whose requests differ in size the cache kept
-// trading the buffers it had for new ones a little larger.
-func (fc *frameCache) get(n int) []byte {
+// get returns a cached buffer that holds n bytes of a frame of size
+// bytes, empty, or nil: the one owner last put back if it holds them,
+// else, for a frame larger than keptFrame, the smallest of those no
+// connection owns. A frame of keptFrame or less takes only its
+// connection's own (a connection whose requests are mostly large sends a
+// smaller one now and then, which would otherwise grow its small buffer),
+// and otherwise grows that: a consumer's or an admin client's connection
+// does not take (and then own) a large buffer for its small requests.
+//
+// A smaller cached buffer is left for smaller requests: handed out to
+// grow from, as before, it was thrown away at the first growth, and under
+// several producers whose requests differ in size the cache kept trading
+// the buffers it had for new ones a little larger.
+//
+// A buffer another connection owns is handed out only when the cache is
+// full (a new buffer would make it evict one): each connection that sends
+// large requests keeps its own while there is room, so that a new buffer
+// is made once per connection, the first time it sends a request of a
+// larger size class. Shared, they were made whenever more connections
+// than ever before had a large request in flight at once, and eight
+// producers to 64 partitions met a new such moment now and then long
+// after they had started (8 MiB each time).
+func (fc *frameCache) get(n, size int, owner *conn) []byte {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
+	full := len(fc.mu.bufs) >= frameCacheCount || fc.mu.bytes+int64(frameClass(n)) > fc.limitBytes()
 	best := -1
 	for i, f := range fc.mu.bufs {
-		if c := cap(f.buf); c >= n && (best < 0 || c < cap(fc.mu.bufs[best].buf)) {
+		c := cap(f.buf)
+		own := f.owner != nil && f.owner == owner
+		if c < n || !own && (size <= keptFrame || f.owner != nil && !full) {
+			continue
+		}
+		if own {
+			best = i
+			break
+		}
+		if best < 0 || c < cap(fc.mu.bufs[best].buf) {
 			best = i
 		}
 	}
@@ -104,26 +134,22 @@ func (fc *frameCache) get(n int) []byte {
 	return b[:0]
 }
 
-// grow is the connections' protocol.GrowFunc: a frame that no cached
-// buffer holds grows, as its bytes arrive, into cached buffers where
-// there are some and new ones where not, and the buffers it outgrows
-// are cached for smaller requests rather than dropped. A new buffer is
-// the next power of two, at most twice what arrived (a client that
-// claims a large frame and sends little gets no more), or, when that is
-// more, the frame's own size class: a 51 MB request ends in a 52 MiB
-// buffer, not a 64 MiB one.
-func (fc *frameCache) grow(buf []byte, need, size int) []byte {
-	var nb []byte
-	if need > keptFrame {
-		// Below, the connection's own buffer grows, as before.
-		nb = fc.get(need)
-	}
+// grow is the connections' protocol.GrowFunc (through conn.growFrame): a
+// frame that no cached buffer holds grows, as its bytes arrive, into
+// cached buffers where there are some and new ones where not, and the
+// buffers it outgrows are cached for smaller requests rather than
+// dropped. A new buffer is the next power of two, at most twice what
+// arrived (a client that claims a large frame and sends little gets no
+// more), or, when that is more, the frame's own size class: a 51 MB
+// request ends in a 52 MiB buffer, not a 64 MiB one.
+func (fc *frameCache) grow(buf []byte, need, size int, owner *conn) []byte {
+	nb := fc.get(need, size, owner)
 	if nb == nil {
 		nb = make([]byte, 0, min(1<<bits.Len(uint(need-1)), frameClass(size)))
 	}
 	nb = append(nb, buf...)
 	if cap(buf) > keptFrame {
-		fc.put(buf)
+		fc.put(buf, nil)
 	}
 	return nb
 }
@@ -162,23 +188,21 @@ func frameClass(n int) int {
 // frameClassFine is the largest power of two frameClass rounds up to.
 const frameClassFine = 16 << 20
 
-// put caches b for the next large request. When it does not fit
-// otherwise, the smallest buffers go first (the oldest among equals): a
-// large buffer serves any request, a small one only small ones, and is
-// cheaper to make again. A buffer larger than the whole cache is dropped.
-func (fc *frameCache) put(b []byte) {
+// put caches b for the next large request, owned by owner (nil: by no
+// connection); a buffer owner put back before is no longer its own. When
+// b does not fit otherwise, the smallest buffers go first (the oldest
+// among equals): a large buffer serves any request, a small one only
+// small ones, and is cheaper to make again. A buffer larger than the
+// whole cache is dropped.
+func (fc *frameCache) put(b []byte, owner *conn) {
 	c := int64(cap(b))
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
-	limit := fc.limit
-	if limit <= 0 {
-		limit = frameCacheBytes
-	}
-	if c > limit || fc.mu.closed {
+	if c > fc.limitBytes() || fc.mu.closed {
 		fc.mu.dropped += c
 		return
 	}
-	for len(fc.mu.bufs) > 0 && (len(fc.mu.bufs) >= frameCacheCount || fc.mu.bytes+c > limit) {
+	for len(fc.mu.bufs) > 0 && (len(fc.mu.bufs) >= frameCacheCount || fc.mu.bytes+c > fc.limitBytes()) {
 		small := 0
 		for i, f := range fc.mu.bufs {
 			if cap(f.buf) < cap(fc.mu.bufs[small].buf) {
@@ -188,12 +212,40 @@ func (fc *frameCache) put(b []byte) {
 		fc.mu.dropped += int64(cap(fc.mu.bufs[small].buf))
 		fc.removeLocked(small)
 	}
-	fc.mu.bufs = append(fc.mu.bufs, cachedFrame{buf: b[:0], at: time.Now()})
+	if owner != nil {
+		fc.disownLocked(owner)
+	}
+	fc.mu.bufs = append(fc.mu.bufs, cachedFrame{buf: b[:0], at: time.Now(), owner: owner})
 	fc.mu.bytes += c
 	if !fc.mu.sweeping {
 		fc.mu.sweeping = true
 		time.AfterFunc(frameIdle, fc.sweep)
 	}
+}
+
+// disown gives the buffer owner put back to any connection, for a
+// connection that closed.
+func (fc *frameCache) disown(owner *conn) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.disownLocked(owner)
+}
+
+// disownLocked is disown with fc.mu held.
+func (fc *frameCache) disownLocked(owner *conn) {
+	for i := range fc.mu.bufs {
+		if fc.mu.bufs[i].owner == owner {
+			fc.mu.bufs[i].owner = nil
+		}
+	}
+}
+
+// limitBytes is the bytes the cache may hold.
+func (fc *frameCache) limitBytes() int64 {
+	if fc.limit <= 0 {
+		return frameCacheBytes
+	}
+	return fc.limit
 }
 
 // sweep drops the buffers unused for frameIdle and schedules itself

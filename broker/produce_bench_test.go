@@ -167,7 +167,11 @@ func newRawProducer(tb testing.TB, srv *InProcess, tp topic.Topic, partitions, v
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // roundTrip sends the next request and reads its response.
-func (p *rawProducer) roundTrip() error {
+func (p *rawProducer) roundTrip() error { return p.roundTripPausing(nil) }
+
+// roundTripPausing is roundTrip calling pause, unless nil, when half the
+// request is written.
+func (p *rawProducer) roundTripPausing(pause func()) error {
 	r := &p.reqs[p.next]
 	p.next = (p.next + 1) % len(p.reqs)
 	for _, i := range r.at {
@@ -176,7 +180,15 @@ func (p *rawProducer) roundTrip() error {
 		binary.BigEndian.PutUint32(bb[17:], crc32.Checksum(bb[21:], castagnoli))
 	}
 	p.seq += int32(r.records)
-	if _, err := p.nc.Write(r.frame); err != nil {
+	frame := r.frame
+	if pause != nil {
+		if _, err := p.nc.Write(frame[:len(frame)/2]); err != nil {
+			return err
+		}
+		pause()
+		frame = frame[len(frame)/2:]
+	}
+	if _, err := p.nc.Write(frame); err != nil {
 		return err
 	}
 	if _, err := io.ReadFull(p.nc, p.size[:]); err != nil {
@@ -324,5 +336,68 @@ func TestProduceAllocations(t *testing.T) {
 				t.Fatalf("allocations per round of two produce requests, in three attempts: %v; want 0 in one", allocs)
 			}
 		})
+	}
+}
+
+// TestProduceBuffersSettle: once each producer has sent one large request,
+// the broker makes no new request buffer when two large requests arrive
+// at once, nor for a request of under keptFrame bytes after large ones.
+// Large request buffers used to be shared: the first time two connections
+// read large requests at once a second buffer was made, which eight
+// producers to 64 partitions met long after they had started. And a
+// connection whose large requests came from the cache grew its own small
+// buffer, in doubling steps, at its first request of a few hundred KB.
+func TestProduceBuffersSettle(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates as the broker runs")
+	}
+	srv, err := StartInProcess(t.TempDir(), func(cfg *Config) { cfg.SegmentBytes = 256 << 20 },
+		WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))))
+	if err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	tp := dataTopic(t, srv, "t", 8, nil)
+	a := newRawProducer(t, srv, tp, 8, 1024, 160, 160, 40)
+	b := newRawProducer(t, srv, tp, 8, 1024, 160, 160, 40)
+	if large, small := len(a.reqs[0].frame), len(a.reqs[2].frame); large <= keptFrame || small > keptFrame || small < 128<<10 {
+		t.Fatalf("requests of %d and %d bytes: want one above keptFrame and one between 128 KiB and keptFrame", large, small)
+	}
+	for _, p := range []*rawProducer{a, b} { // one large request each, one after the other
+		if err := p.roundTrip(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cached, _ := srv.frames.cached()
+	err = a.roundTripPausing(func() {
+		// b's large request comes while a's reader holds a buffer for
+		// its own.
+		deadline := time.Now().Add(10 * time.Second)
+		for n, _ := srv.frames.cached(); n >= cached; n, _ = srv.frames.cached() {
+			if time.Now().After(deadline) {
+				t.Fatal("a's reader took no cached buffer for its large request")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if err := b.roundTrip(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*rawProducer{a, b} { // a smaller request each
+		if err := p.roundTrip(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	for _, p := range []*rawProducer{a, b} {
+		checkProduced(t, p.resp)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 256<<10 {
+		t.Fatalf("the broker allocated %d bytes for four requests after the first two: want none for their buffers", got)
 	}
 }
