@@ -99,38 +99,55 @@ const (
 // several producers whose requests differ in size the cache kept trading
 // the buffers it had for new ones a little larger.
 //
-// A buffer another connection owns is handed out only when the cache is
-// full (a new buffer would make it evict one): each connection that sends
-// large requests keeps its own while there is room, so that a new buffer
-// is made once per connection, the first time it sends a request of a
-// larger size class. Shared, they were made whenever more connections
-// than ever before had a large request in flight at once, and eight
-// producers to 64 partitions met a new such moment now and then long
-// after they had started (8 MiB each time).
+// A buffer another connection owns is handed out when the cache is full
+// (a new buffer would make it evict one), or in exchange for owner's own
+// when that is too small: each connection that sends large requests
+// keeps its own while there is room, so that one is made per connection,
+// at its first large request. Shared, they were made whenever more
+// connections than ever before had a large request in flight at once,
+// and eight producers to 64 partitions met a new such moment now and then
+// long after they had started (8 MiB each time). The exchange keeps a
+// connection whose requests outgrow its buffer (a producer's first
+// request of 34 MB, then 51 MB ones) from making a new one while another
+// connection's larger buffer sits unused.
 func (fc *frameCache) get(n, size int, owner *conn) []byte {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
-	full := len(fc.mu.bufs) >= frameCacheCount || fc.mu.bytes+int64(frameClass(n)) > fc.limitBytes()
-	best := -1
+	// mine is owner's buffer; free and theirs the smallest that hold n
+	// bytes of no connection and of another.
+	mine, free, theirs := -1, -1, -1
+	smaller := func(i, j int) bool { return j < 0 || cap(fc.mu.bufs[i].buf) < cap(fc.mu.bufs[j].buf) }
 	for i, f := range fc.mu.bufs {
-		c := cap(f.buf)
-		own := f.owner != nil && f.owner == owner
-		if c < n || !own && (size <= keptFrame || f.owner != nil && !full) {
-			continue
-		}
-		if own {
-			best = i
-			break
-		}
-		if best < 0 || c < cap(fc.mu.bufs[best].buf) {
-			best = i
+		switch {
+		case owner != nil && f.owner == owner:
+			mine = i
+		case cap(f.buf) < n || size <= keptFrame:
+		case f.owner == nil:
+			if smaller(i, free) {
+				free = i
+			}
+		case smaller(i, theirs):
+			theirs = i
 		}
 	}
-	if best < 0 {
+	full := len(fc.mu.bufs) >= frameCacheCount || fc.mu.bytes+int64(frameClass(n)) > fc.limitBytes()
+	pick := -1
+	switch {
+	case mine >= 0 && cap(fc.mu.bufs[mine].buf) >= n:
+		pick = mine
+	case free >= 0:
+		pick = free
+	case theirs >= 0 && mine >= 0:
+		fc.mu.bufs[mine].owner = fc.mu.bufs[theirs].owner
+		pick = theirs
+	case theirs >= 0 && full:
+		pick = theirs
+	}
+	if pick < 0 {
 		return nil
 	}
-	b := fc.mu.bufs[best].buf
-	fc.removeLocked(best)
+	b := fc.mu.bufs[pick].buf
+	fc.removeLocked(pick)
 	return b[:0]
 }
 

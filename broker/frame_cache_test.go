@@ -62,9 +62,10 @@ func TestFrameCacheGrow(t *testing.T) {
 
 // TestFrameCacheOwned: a buffer goes first to the connection that put it
 // back, which takes it for any of its frames; another connection takes it
-// only once its owner put back another or closed, or when the cache is
-// full; a frame of keptFrame or less takes no buffer but its own, while
-// the first steps of a larger one take any.
+// only once its owner put back another or closed, in exchange for its own
+// when that is too small, or when the cache is full; a frame of keptFrame
+// or less takes no buffer but its own, while the first steps of a larger
+// one take any.
 func TestFrameCacheOwned(t *testing.T) {
 	a, b := &conn{}, &conn{}
 	var fc frameCache
@@ -94,6 +95,15 @@ func TestFrameCacheOwned(t *testing.T) {
 	fc.disown(a)
 	if got := fc.get(4<<20, 4<<20, b); cap(got) != 4<<20 {
 		t.Fatalf("a closed: got cap %d, want its 4 MiB buffer", cap(got))
+	}
+
+	fc.put(make([]byte, 0, 4<<20), a)
+	fc.put(make([]byte, 0, 8<<20), b)
+	if got := fc.get(6<<20, 6<<20, a); cap(got) != 8<<20 {
+		t.Fatalf("a's own is too small: got cap %d, want b's 8 MiB buffer in exchange", cap(got))
+	}
+	if got := fc.get(600<<10, 600<<10, b); cap(got) != 4<<20 {
+		t.Fatalf("b's frame after the exchange: got cap %d, want a's 4 MiB buffer, now b's", cap(got))
 	}
 
 	full := frameCache{limit: 16 << 20}

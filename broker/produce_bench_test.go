@@ -370,14 +370,21 @@ func TestProduceBuffersSettle(t *testing.T) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	cached, _ := srv.frames.cached()
+	held := srv.cfg.QueuedMaxRequestBytes - int64(len(a.reqs[1].frame)-4) // the budget once a's reader holds its request
 	err = a.roundTripPausing(func() {
 		// b's large request comes while a's reader holds a buffer for
-		// its own.
+		// its own: it has taken the request's budget, just before the
+		// buffer.
 		deadline := time.Now().Add(10 * time.Second)
-		for n, _ := srv.frames.cached(); n >= cached; n, _ = srv.frames.cached() {
+		for {
+			srv.budget.mu.Lock()
+			avail := srv.budget.avail
+			srv.budget.mu.Unlock()
+			if avail <= held {
+				break
+			}
 			if time.Now().After(deadline) {
-				t.Fatal("a's reader took no cached buffer for its large request")
+				t.Fatal("a's reader did not start reading its large request")
 			}
 			time.Sleep(time.Millisecond)
 		}
