@@ -109,7 +109,9 @@ const (
 // long after they had started (8 MiB each time). The exchange keeps a
 // connection whose requests outgrow its buffer (a producer's first
 // request of 34 MB, then 51 MB ones) from making a new one while another
-// connection's larger buffer sits unused.
+// connection's larger buffer sits unused; for it to have its own to give,
+// a frame its own does not hold grows through buffers of no connection
+// first.
 func (fc *frameCache) get(n, size int, owner *conn) []byte {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
@@ -133,7 +135,10 @@ func (fc *frameCache) get(n, size int, owner *conn) []byte {
 	full := len(fc.mu.bufs) >= frameCacheCount || fc.mu.bytes+int64(frameClass(n)) > fc.limitBytes()
 	pick := -1
 	switch {
-	case mine >= 0 && cap(fc.mu.bufs[mine].buf) >= n:
+	case mine >= 0 && cap(fc.mu.bufs[mine].buf) >= n && (cap(fc.mu.bufs[mine].buf) >= size || free < 0):
+		// A growth step takes owner's own only if it holds the frame or
+		// nothing else will do: left cached, it is what owner gives in
+		// exchange at the step it no longer holds.
 		pick = mine
 	case free >= 0:
 		pick = free

@@ -106,6 +106,27 @@ func TestFrameCacheOwned(t *testing.T) {
 		t.Fatalf("b's frame after the exchange: got cap %d, want a's 4 MiB buffer, now b's", cap(got))
 	}
 
+	// a frame that a's own buffer does not hold grows through others,
+	// leaving a's cached for the exchange at the step it no longer holds
+	var ex frameCache
+	ex.put(make([]byte, 0, 4<<20), a)
+	ex.put(make([]byte, 0, 2<<20), nil)
+	ex.put(make([]byte, 0, 4<<20), nil)
+	ex.put(make([]byte, 0, 8<<20), b)
+	step := ex.grow(make([]byte, 64<<10), 128<<10, 6<<20, a)
+	if cap(step) != 2<<20 {
+		t.Fatalf("first step of a 6 MiB frame: got cap %d, want the 2 MiB buffer of no connection", cap(step))
+	}
+	if step = ex.grow(step[:2<<20], 4<<20, 6<<20, a); cap(step) != 4<<20 {
+		t.Fatalf("second step: got cap %d, want a 4 MiB buffer", cap(step))
+	}
+	if step = ex.grow(step[:4<<20], 6<<20, 6<<20, a); cap(step) != 8<<20 {
+		t.Fatalf("next step: got cap %d, want b's 8 MiB buffer in exchange for a's", cap(step))
+	}
+	if got := ex.get(600<<10, 600<<10, b); cap(got) != 4<<20 {
+		t.Fatalf("b's frame after the exchange: got cap %d, want a's 4 MiB buffer, now b's", cap(got))
+	}
+
 	full := frameCache{limit: 16 << 20}
 	full.put(make([]byte, 0, 8<<20), a)
 	full.put(make([]byte, 0, 6<<20), b)
