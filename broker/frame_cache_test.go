@@ -65,7 +65,7 @@ func TestFrameCacheGrow(t *testing.T) {
 // only once its owner put back another or closed, in exchange for its own
 // when that is too small, or when the cache is full; a frame of keptFrame
 // or less takes no buffer but its own, while the first steps of a larger
-// one take any.
+// one take any; buffers above frameOwnedMax are shared.
 func TestFrameCacheOwned(t *testing.T) {
 	a, b := &conn{}, &conn{}
 	var fc frameCache
@@ -125,6 +125,13 @@ func TestFrameCacheOwned(t *testing.T) {
 	}
 	if got := ex.get(600<<10, 600<<10, b); cap(got) != 4<<20 {
 		t.Fatalf("b's frame after the exchange: got cap %d, want a's 4 MiB buffer, now b's", cap(got))
+	}
+
+	// a buffer above frameOwnedMax is shared
+	var big frameCache
+	big.put(make([]byte, 0, 2*frameOwnedMax), a)
+	if got := big.get(frameOwnedMax+1, frameOwnedMax+1, b); cap(got) != 2*frameOwnedMax {
+		t.Fatalf("a buffer above frameOwnedMax: got cap %d for another connection, want it shared", cap(got))
 	}
 
 	full := frameCache{limit: 16 << 20}
