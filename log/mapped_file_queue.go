@@ -197,9 +197,20 @@ func (q *MappedFileQueue) flush(leastPages int) (int64, error) {
 		if m.from+m.size <= where {
 			continue
 		}
+		// fs is a snapshot: retention may have deleted m since, and its
+		// mapping is gone once the last holder lets go. Its bytes are
+		// gone with it, so there is nothing left of it to make durable.
+		// (An msync of the unmapped range failed with ENOMEM, and the
+		// failure stuck: the log refused every later write.)
+		if !m.Hold() {
+			where = m.from + m.size
+			q.flushedWhere.Store(where)
+			continue
+		}
 		// Within the loop the threshold was already judged for the whole
 		// range: flush everything that is committed.
 		flushed, err := m.flush(0)
+		m.Release()
 		if err != nil {
 			return q.flushedWhere.Load(), err
 		}
