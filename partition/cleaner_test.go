@@ -269,7 +269,9 @@ func TestCompactionManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := s.Partition(topicID(1), 0)
-	now := time.Now().UnixMilli()
+	// A second in the past: with segment.ms 1, records of this very
+	// millisecond are still the active segment, which is never cleaned.
+	now := time.Now().UnixMilli() - 1000
 	for i := range 5 {
 		mustAppendKeyed(t, p, []keyed{{[]byte("k"), fmt.Appendf(nil, "%d", i)}}, now, -1, 0, false)
 	}
@@ -318,7 +320,9 @@ func TestCompactionIdlePartitionDoesNotPin(t *testing.T) {
 	busy.Config.RetentionMs, busy.Config.RetentionBytes = -1, 64<<10
 	s := openStore(t, cfg, compactTopic(1), busy)
 	p, q := s.Partition(topicID(1), 0), s.Partition(topicID(2), 0)
-	now := time.Now().UnixMilli()
+	// A second in the past: with segment.ms 1, records of this very
+	// millisecond are still the active segment, which is never cleaned.
+	now := time.Now().UnixMilli() - 1000
 	for i := range 3 {
 		mustAppendKeyed(t, p, []keyed{{fmt.Appendf(nil, "k%d", i), []byte("v")}}, now, -1, 0, false)
 	}
