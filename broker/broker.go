@@ -73,6 +73,9 @@ type Broker struct {
 	// frames holds request buffers larger than keptFrame between
 	// requests (frame_cache.go).
 	frames frameCache
+	// sent holds the commit-log spans fetch responses were written from
+	// until they are unmapped (mapped_spans.go).
+	sent sentSpans
 	// faults holds the fault-injection rules; never nil.
 	faults *fault.Injector
 	// allocHook is the commit log's AllocateHook (log.Config): tests set
@@ -155,6 +158,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	b.metrics = newRequestMetrics(b.apis)
 	b.budget = newByteBudget(cfg.QueuedMaxRequestBytes)
 	b.frames.limit = 2 * cfg.QueuedMaxRequestBytes
+	b.sent.lg = b.lg
 	if b.faults == nil {
 		b.faults = newFaults()
 	}
@@ -594,6 +598,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	b.frames.close()
+	b.sent.close()
 	var errs []error
 	// The transaction coordinator first: its markers may still write to
 	// the offsets store.
@@ -660,6 +665,7 @@ func (b *Broker) crash() {
 	b.streamsCo.Close()
 	b.wg.Wait()
 	b.frames.close()
+	b.sent.close()
 	if c := b.txns.Load(); c != nil {
 		c.Abandon()
 	}

@@ -511,9 +511,10 @@ func inlineable(res *result) bool {
 // never touches the mapping: a fault on it (a media error) fails the
 // writev and closes the connection instead of crashing the broker.
 //
-// The pages a response maps are unmapped once it is sent (Unmap,
-// MADV_DONTNEED): they stay in the page cache, but would otherwise count
-// in the broker's resident memory, which then grew with everything small
+// The pages a response maps are unmapped after it is sent (Unmap,
+// MADV_DONTNEED), in batches across connections (sentSpans): they stay in
+// the page cache, but would otherwise count in the broker's resident
+// memory, which then grew with everything small
 // batches were read from (1.1 GB after reading 1 GB of 16 KiB batches),
 // page cache that Kafka, which reads with system calls, uses without it
 // counting as its own.
@@ -571,19 +572,17 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 	return err
 }
 
-// unmapSent unmaps the commit-log pages the last response was written
-// from (writeFetch).
+// unmapSent hands the commit-log spans the last response was written from
+// (writeFetch) to the broker's set of sent spans, and unmaps the ones the
+// set says are due (sentSpans).
 func (c *conn) unmapSent() {
-	for _, s := range c.mapped {
-		if err := s.m.Unmap(s.lo, s.hi-s.lo); err != nil {
-			// Only the resident-memory accounting suffers; say so once
-			// per response at most.
-			c.lg.Warn("unmapping sent commit-log pages", zap.Error(err))
-			break
-		}
+	if len(c.mapped) == 0 {
+		return
 	}
-	clear(c.mapped)
-	c.mapped = c.mapped[:0]
+	due := c.b.sent.add(c.mapped, time.Now())
+	c.b.sent.unmap(due)
+	clear(due)
+	c.mapped = due[:0]
 }
 
 // mappedSpan is a span of one commit-log file that a response is written
