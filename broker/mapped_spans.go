@@ -62,25 +62,26 @@ const (
 	// delayed by more.
 	sentSpanAge = time.Second
 	// faultAround is the kernel's fault-around window (fault_around_bytes,
-	// 64 KiB by default): a read fault maps the pages of the aligned
-	// window around it that are in the page cache. A span is widened to
-	// whole windows so that unmapping it leaves none of those pages
-	// behind; several connections' spans ending all over the log left
-	// megabytes of them.
+	// 64 KiB by default): a read fault maps the pages of the window,
+	// aligned in virtual memory, around it that are in the page cache. A
+	// span is widened by a window on each side so that unmapping it
+	// leaves none of those pages behind, wherever the mapping starts;
+	// several connections' spans ending all over the log left megabytes
+	// of them.
 	faultAround = 64 << 10
 )
 
 // add moves the spans of a sent response into the set, merging each with a
 // pending span of the same file that it overlaps or comes within
 // mappedSpanGap of, and returns the spans now due (over the budget, too
-// old, or all once closed) in ms's array: the caller unmaps them
-// (unmapSpans) outside the lock.
+// old, or all once closed) in ms's array: the caller unmaps them (unmap)
+// outside the lock.
 func (s *sentSpans) add(ms mappedSpans, now time.Time) mappedSpans {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	due := ms[:0]
 	for _, r := range ms {
-		r.lo, r.hi = r.lo&^(faultAround-1), min((r.hi+faultAround-1)&^(faultAround-1), r.m.Size())
+		r.lo, r.hi = max(r.lo-faultAround, 0), min(r.hi+faultAround, r.m.Size())
 		if s.merge(r) {
 			continue
 		}
