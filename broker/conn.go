@@ -609,15 +609,24 @@ const mappedSpanGap = 1 << 20
 
 // add records the range [off, off+n) of m.
 func (ms mappedSpans) add(m *klog.MappedFile, off, n int64) mappedSpans {
-	end := off + n
+	r := mappedSpan{m: m, lo: off, hi: off + n}
 	for i := len(ms) - 1; i >= 0; i-- {
-		s := &ms[i]
-		if s.m == m && off <= s.hi+mappedSpanGap && end >= s.lo-mappedSpanGap {
-			s.lo, s.hi = min(s.lo, off), max(s.hi, end)
+		if ms[i].absorb(r) {
 			return ms
 		}
 	}
-	return append(ms, mappedSpan{m: m, lo: off, hi: end})
+	return append(ms, r)
+}
+
+// absorb extends s to cover r, and reports true, when r is of s's file and
+// overlaps s or lies within mappedSpanGap of it; otherwise it leaves s as
+// it is.
+func (s *mappedSpan) absorb(r mappedSpan) bool {
+	if s.m != r.m || r.lo > s.hi+mappedSpanGap || r.hi < s.lo-mappedSpanGap {
+		return false
+	}
+	s.lo, s.hi = min(s.lo, r.lo), max(s.hi, r.hi)
+	return true
 }
 
 // mappedMinBytes is the least a response's ranges under the copy threshold

@@ -109,11 +109,10 @@ func (s *sentSpans) add(ms mappedSpans, now time.Time) mappedSpans {
 // within mappedSpanGap of each other, and reports whether it did.
 func (s *sentSpans) merge(r mappedSpan) bool {
 	for i := len(s.mu.spans) - 1; i >= 0; i-- {
-		p := &s.mu.spans[i]
-		if p.m == r.m && r.lo <= p.hi+mappedSpanGap && r.hi >= p.lo-mappedSpanGap {
-			lo, hi := min(p.lo, r.lo), max(p.hi, r.hi)
-			s.mu.bytes += (hi - lo) - (p.hi - p.lo)
-			p.lo, p.hi = lo, hi
+		p := &s.mu.spans[i].mappedSpan
+		before := p.hi - p.lo
+		if p.absorb(r) {
+			s.mu.bytes += (p.hi - p.lo) - before
 			return true
 		}
 	}
