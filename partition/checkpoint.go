@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -173,6 +174,20 @@ func (s *Store) Checkpoint() error {
 			live = append(live, p) // a closed queue has nothing new
 		}
 		cp.Partitions[p.key] = pc
+	}
+	// The snapshots may hold appends that the flush mode acknowledged
+	// before the commit log had them safe: async and pool modes apply an
+	// append at once, and pool mode loses its buffers to a kill (both
+	// lose the page cache to a power loss). Recovery cuts the newest
+	// transaction back open when its marker is gone, but it cannot undo
+	// an epoch that a lost marker bumped, nor reopen older transactions:
+	// a coordinator recovered from the same log would write its markers
+	// with the epoch it knows, the partition would refuse them as fenced,
+	// and the transaction would stay open for ever. So the log is made
+	// durable through every append the snapshots saw (each held its
+	// partition's lock from its write to its state's update) first.
+	if err := s.Sync(context.Background(), s.clog.WrotePosition()); err != nil {
+		return fmt.Errorf("partition: checkpoint: make the snapshots' batches durable: %w", err)
 	}
 	if err := flushQueues(live); err != nil {
 		return err

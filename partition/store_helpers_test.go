@@ -151,6 +151,9 @@ func crashStore(s *Store) {
 	s.closed.Store(true)
 	close(s.stop)
 	s.wg.Wait()
+	if s.committer != nil {
+		s.committer.Abandon() // what the pool buffers hold is lost
+	}
 	if s.groupCommit != nil {
 		s.groupCommit.Close()
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/flush"
 	"github.com/kbroker/kbroker/partition/batch"
 )
 
@@ -633,5 +634,66 @@ func TestAppendCoordinator(t *testing.T) {
 	mustMarkerAt(t, s2, p, 9, 2, false, wallMs()) // 5
 	if a := aborted(p, 0, 6); !slices.Equal(a, []AbortedTxn{{9, 1}}) || p.LastStableOffset() != 6 {
 		t.Fatalf("aborted %v lso %d", a, p.LastStableOffset())
+	}
+}
+
+// TestCheckpointNeverAheadOfLog: a checkpoint taken while the pool
+// buffers hold a marker that bumped the producer's epoch, followed by a
+// kill that loses them, must not bring back state the log lost. Recovery
+// can cut the newest transaction back open, but not undo an epoch bump
+// or reopen older transactions: a coordinator recovered from the same log
+// would write its abort with the epoch it knows, the partition would
+// refuse it as fenced, and the transaction would stay open for ever (the
+// last stable offset stuck). So the checkpoint makes the log durable
+// through everything its snapshots saw before it is written.
+func TestCheckpointNeverAheadOfLog(t *testing.T) {
+	cfg := testStoreConfig(t, FlushAsyncPool)
+	cfg.Log.PoolBuffers = 2
+	cfg.CommitRealTime = flush.CommitRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour}
+	cfg.FlushRealTime = flush.FlushRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour}
+	s := openStore(t, cfg, spec(0, 1))
+	p := s.Partition(topicID(0), 0)
+	data, err := p.Append(txnTB(1, 0, 0, 2).encode(), 9, wallMs()) // offsets 0-1, open
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(context.Background(), data.End); err != nil {
+		t.Fatal(err)
+	}
+	// The coordinator fences the producer: its abort carries epoch 2.
+	marker, err := p.AppendMarker(1, 2, false, 0, wallMs()) // offset 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CommitLog().ReadPosition() >= marker.End {
+		t.Fatalf("the marker is committed already (read position %d, marker end %d): the test cannot tell", s.CommitLog().ReadPosition(), marker.End)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	crashStore(s) // the pool buffers are lost, as in a kill
+
+	s2 := openStore(t, cfg, spec(0, 1))
+	p2 := s2.Partition(topicID(0), 0)
+	var epoch int16 = -1
+	for _, v := range p2.Producers() {
+		if v.ProducerID == 1 {
+			epoch = v.ProducerEpoch
+		}
+	}
+	switch end := p2.LogEndOffset(); end {
+	case 3: // the marker is in the log: the transaction is over
+		if epoch != 2 || p2.LastStableOffset() != 3 {
+			t.Fatalf("marker kept: epoch %d, last stable offset %d; want 2 and 3", epoch, p2.LastStableOffset())
+		}
+	case 2: // the marker is lost: the log says epoch 0, transaction open
+		if epoch != 0 || p2.LastStableOffset() != 0 {
+			t.Fatalf("marker lost: epoch %d, last stable offset %d; want the log's 0 and 0", epoch, p2.LastStableOffset())
+		}
+		if _, err := p2.AppendMarker(1, 1, false, 0, wallMs()); err != nil {
+			t.Fatalf("the abort of a coordinator recovered from the same log: %v", err)
+		}
+	default:
+		t.Fatalf("log end offset %d after the restart", end)
 	}
 }
