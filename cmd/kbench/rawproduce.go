@@ -59,8 +59,14 @@ func (c rawCase) topic(tag string) string {
 }
 
 // rawCases: issue 15 item 4 compares 1 KiB records over 1,000 partitions
-// with one partition; the 100 B rows show the per-record cost.
-var rawCases = []rawCase{{1024, 1}, {1024, 1000}, {100, 1}, {100, 1000}}
+// with one partition; the 100 B rows show the per-record cost; 8 and 64
+// partitions are issue 18's produce cases, where one kgo producer of 100 B
+// records limits every broker (floor-write included) and so hides how
+// they compare.
+var rawCases = []rawCase{
+	{1024, 1}, {1024, 8}, {1024, 64}, {1024, 1000},
+	{100, 1}, {100, 8}, {100, 64}, {100, 1000},
+}
 
 // rawOptions are the raw workload's flags.
 type rawOptions struct {
