@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/flush"
 	klog "github.com/kbroker/kbroker/log"
 )
 
@@ -134,6 +135,15 @@ func testStoreConfig(t testing.TB, mode FlushMode) Config {
 		CheckpointInterval:     time.Hour,
 		RetentionCheckInterval: time.Hour,
 	}
+}
+
+// idleFlushServices keeps cfg's pool commit and async flush services from
+// running on their own for an hour (two pool buffers), so that a test
+// decides what reaches the files, with Sync, and what a crash loses.
+func idleFlushServices(cfg *Config) {
+	cfg.Log.PoolBuffers = 2
+	cfg.FlushRealTime = flush.FlushRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour}
+	cfg.CommitRealTime = flush.CommitRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour}
 }
 
 // topicID makes a recognisable topic id.

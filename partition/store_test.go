@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/kbroker/kbroker/flush"
 )
 
 // openStore opens a store with the given topics and closes it at cleanup.
@@ -424,9 +422,7 @@ func TestSyncMakesDurable(t *testing.T) {
 	for _, mode := range []FlushMode{FlushSync, FlushAsync, FlushAsyncPool} {
 		t.Run(mode.String(), func(t *testing.T) {
 			cfg := testStoreConfig(t, mode)
-			cfg.Log.PoolBuffers = 2
-			cfg.FlushRealTime = flush.FlushRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour}
-			cfg.CommitRealTime = flush.CommitRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour}
+			idleFlushServices(&cfg)
 			s := openStore(t, cfg, spec(0, 1))
 			p := s.Partition(topicID(0), 0)
 			var end int64

@@ -12,7 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/kbroker/kbroker/flush"
 	"github.com/kbroker/kbroker/partition/batch"
 )
 
@@ -648,9 +647,7 @@ func TestAppendCoordinator(t *testing.T) {
 // through everything its snapshots saw before it is written.
 func TestCheckpointNeverAheadOfLog(t *testing.T) {
 	cfg := testStoreConfig(t, FlushAsyncPool)
-	cfg.Log.PoolBuffers = 2
-	cfg.CommitRealTime = flush.CommitRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour}
-	cfg.FlushRealTime = flush.FlushRealTimeConfig{Interval: time.Hour, LeastPages: 1 << 20, ThoroughInterval: time.Hour}
+	idleFlushServices(&cfg)
 	s := openStore(t, cfg, spec(0, 1))
 	p := s.Partition(topicID(0), 0)
 	data, err := p.Append(txnTB(1, 0, 0, 2).encode(), 9, wallMs()) // offsets 0-1, open
