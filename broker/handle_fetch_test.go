@@ -65,7 +65,10 @@ func TestFetchLongPoll(t *testing.T) {
 	produceN(t, prod, "lp", 1) // create the topic
 	done := make(chan []*kgo.Record, 1)
 	go func() {
-		cl := newClient(t, srv, kgo.ConsumeTopics("lp"), kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()),
+		// Offset 1 rather than the end: a client slow to start (a loaded
+		// machine) would otherwise resolve the end after the produce
+		// below and wait for a record that never comes.
+		cl := newClient(t, srv, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"lp": {0: kgo.NewOffset().At(1)}}),
 			kgo.FetchMaxWait(10*time.Second))
 		ctx := testCtx(t)
 		var got []*kgo.Record
@@ -74,7 +77,7 @@ func TestFetchLongPoll(t *testing.T) {
 		}
 		done <- got
 	}()
-	time.Sleep(300 * time.Millisecond) // let the consumer park
+	time.Sleep(300 * time.Millisecond) // most often the consumer parks meanwhile; it need not
 	start := time.Now()
 	produceN(t, prod, "lp", 1)
 	select {
