@@ -61,13 +61,17 @@ func TestHeartbeat(t *testing.T) {
 // TestHeartbeatSessionExpiry: a member that stops heartbeating is removed
 // after its session timeout; its next heartbeat is UNKNOWN_MEMBER_ID.
 func TestHeartbeatSessionExpiry(t *testing.T) {
+	t.Parallel()
+	// 3 s, not less: a heartbeat delayed by a loaded machine under -race
+	// must not expire the member while the test means it to stay.
+	const session = 3 * time.Second
 	srv := newTestServer(t, func(c *Config) { c.GroupMinSessionTimeout = 100 * time.Millisecond })
 	w := dialWire(t, srv)
 	req := joinReq(maxJoinVersion, "expiring", "")
 	first := w.do(req).(*kmsg.JoinGroupResponse)
 	checkMemberIDRequired(t, first)
 	req.MemberID = first.MemberID
-	req.SessionTimeoutMillis = 1000
+	req.SessionTimeoutMillis = int32(session.Milliseconds())
 	joined := w.do(req).(*kmsg.JoinGroupResponse)
 	if joined.ErrorCode != 0 {
 		t.Fatalf("join: %v", kerr.ErrorForCode(joined.ErrorCode))
@@ -77,7 +81,7 @@ func TestHeartbeatSessionExpiry(t *testing.T) {
 		t.Fatalf("sync: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
 	// Heartbeats keep it in the group beyond its session timeout.
-	for range 8 {
+	for start := time.Now(); time.Since(start) < session+session/2; {
 		time.Sleep(200 * time.Millisecond)
 		if resp := w.do(heartbeatReq(maxHeartbeatVersion, "expiring", id, 1)).(*kmsg.HeartbeatResponse); resp.ErrorCode != 0 {
 			t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
