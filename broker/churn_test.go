@@ -117,7 +117,10 @@ func TestTopicChurn(t *testing.T) {
 		}
 		cl.Close()
 		cons, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr()), kgo.ConsumeTopics(topic),
-			kgo.ConsumerGroup("churn-group-"+topic), kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(200*time.Millisecond),
+			kgo.ConsumerGroup("churn-group-"+topic), kgo.HeartbeatInterval(200*time.Millisecond),
+			// 6 s, not 1: one stall of a loaded machine must not expire
+			// the member before its commit (Close leaves the group).
+			kgo.SessionTimeout(6*time.Second),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 		if err != nil {
 			t.Fatal(err)
