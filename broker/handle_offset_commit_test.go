@@ -272,13 +272,16 @@ func TestConsumerGroupResumes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	consume := func(srv *InProcess, n int) int {
+	// consume polls the group for n records, for at most wait: generous
+	// where the records are there (the loop ends as soon as it has them),
+	// a few seconds where none should come.
+	consume := func(srv *InProcess, n int, wait time.Duration) int {
 		t.Helper()
 		cl := newClient(t, srv, kgo.ConsumerGroup("cg"), kgo.ConsumeTopics("t"),
 			kgo.DisableAutoCommit(), kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond),
 			kgo.FetchMaxWait(200*time.Millisecond))
 		defer cl.Close()
-		ctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)
+		ctx, cancel := context.WithTimeout(testCtx(t), wait)
 		defer cancel()
 		got := 0
 		for got < n {
@@ -297,7 +300,7 @@ func TestConsumerGroupResumes(t *testing.T) {
 		}
 		return got
 	}
-	if got := consume(srv, 200); got != 200 {
+	if got := consume(srv, 200, 20*time.Second); got != 200 {
 		t.Fatalf("first consumer got %d", got)
 	}
 	pr.Close()
@@ -305,10 +308,10 @@ func TestConsumerGroupResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv = newTestServerIn(t, dir)
-	if got := consume(srv, 100); got != 100 {
+	if got := consume(srv, 100, 20*time.Second); got != 100 {
 		t.Fatalf("after the restart the group got %d, want the 100 left", got)
 	}
-	if got := consume(srv, 1); got != 0 {
+	if got := consume(srv, 1, 5*time.Second); got != 0 {
 		t.Fatalf("the group got %d more", got)
 	}
 }
