@@ -125,7 +125,10 @@ func setShareGroupConfig(t *testing.T, srv *InProcess, group, name, value string
 // delivery count limit is reached they are archived.
 func TestShareLockExpiryRedelivers(t *testing.T) {
 	srv := newTestServer(t, func(c *Config) {
-		c.GroupShareRecordLockDuration = 300 * time.Millisecond
+		// 2 s, not less: b holds the records under this lock too, and
+		// must still hold them when it acknowledges, two round trips
+		// later, on a loaded machine under -race.
+		c.GroupShareRecordLockDuration = 2 * time.Second
 		c.GroupShareDeliveryCountLimit = 2
 	})
 	createTopic(t, srv, "q", 1)
