@@ -440,7 +440,7 @@ func TestConsumerGroupTakesOverEmptyClassic(t *testing.T) {
 
 	m := newCGMember(t, srv, 1, "g", "m", "foo")
 	m.mustBeat()
-	testenv.Eventually(t, 5*time.Second, "the classic group's metadata gone", func() bool { return protocolType() == "" })
+	testenv.Eventually(t, 20*time.Second, "the classic group's metadata gone", func() bool { return protocolType() == "" })
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Version = 9
 	g := kmsg.NewOffsetFetchRequestGroup()
