@@ -39,8 +39,11 @@ const (
 	// takes, even under -race on a loaded machine.
 	txnTimeout = 10 * time.Second
 	// txnShortTimeout is the timeout of transactions the broker is meant
-	// to abort (the abort check runs every 500 ms: txnBrokerProps).
-	txnShortTimeout = 2 * time.Second
+	// to abort (the abort check runs every 500 ms: txnBrokerProps). Not
+	// less: the test's first transaction must commit within it, and the
+	// second's records must be stored before it ends, under -race on a
+	// loaded machine.
+	txnShortTimeout = 5 * time.Second
 	// txnWait bounds each wait for the broker or a client to reach a
 	// state.
 	txnWait = 30 * time.Second

@@ -337,12 +337,12 @@ func testTxnFencing(t *testing.T, addr string, viaProduce bool) {
 	}
 }
 
-// TestTxnKgoTimeout: a kgo producer with a 2 s transaction timeout
+// TestTxnKgoTimeout: a kgo producer with a 5 s transaction timeout
 // commits a transaction, begins another, writes to two partitions and
 // goes silent: its client is closed ("closed"), or stays open doing
 // nothing ("silent"). While the transaction is open the last stable
 // offsets stay below the end offsets and DescribeTransactions shows it
-// Ongoing with the 2 s timeout; then the broker aborts it: the last
+// Ongoing with the 5 s timeout; then the broker aborts it: the last
 // stable offsets reach the end offsets (past the abort markers),
 // DescribeTransactions and ListTransactions show CompleteAbort with the
 // epoch bumped, and a read_committed consumer reads past the aborted
@@ -366,7 +366,7 @@ func testTxnTimeout(t *testing.T, addr string, closeClient bool) {
 	adm := newAdmin(t, addr)
 	createGroupTopic(t, adm, topic, 2)
 	// Kafka takes the partitions' leadership a moment after creating
-	// them; the first transaction must not spend its 2 s timeout on it.
+	// them; the first transaction must not spend its short timeout on it.
 	awaitTopicReady(t, addr, topic)
 	ctx := testCtx(t)
 
