@@ -31,7 +31,10 @@ func tlsServer(t testing.TB, p *testpki.PKI, clientAuth string, edit func(*Confi
 		c.SSLKeystoreLocation = p.ServerKeystore
 		c.SSLTruststoreLocation = p.CAFile
 		c.SSLClientAuth = clientAuth
-		c.TLSHandshakeTimeout = 2 * time.Second
+		// Generous: it covers the TLS handshake and SASL's round trips of
+		// clients on a loaded machine under -race; the test of a stalled
+		// handshake sets its own.
+		c.TLSHandshakeTimeout = 10 * time.Second
 		if edit != nil {
 			edit(c)
 		}
