@@ -610,7 +610,7 @@ func TestFetchParkedDoesNotBlockOthers(t *testing.T) {
 
 // TestFetchParkedConnectionClosed: a client that closes its connection
 // while its fetch is parked (10 s) is let go at once: the broker drops the
-// connection within 3 s rather than holding it, and the fetch's
+// connection within 5 s rather than holding it, and the fetch's
 // goroutines, until max_wait ends (the reader cancels the connection's
 // context when the client goes away, which wakes the parked fetch).
 func TestFetchParkedConnectionClosed(t *testing.T) {
@@ -638,8 +638,8 @@ func TestFetchParkedConnectionClosed(t *testing.T) {
 	}
 	took := time.Since(start)
 	t.Logf("connection dropped %v after the client closed it", took.Round(time.Millisecond))
-	if took > 3*time.Second {
-		t.Errorf("the broker held a closed connection with a parked fetch for %v (max_wait 10 s), want < 3 s", took.Round(time.Millisecond))
+	if took > 5*time.Second {
+		t.Errorf("the broker held a closed connection with a parked fetch for %v (max_wait 10 s), want < 5 s", took.Round(time.Millisecond))
 	}
 }
 
