@@ -20,7 +20,7 @@ const e2eSize = 1024
 // a warm-up second. Each record's value starts with the nanoseconds since
 // the run's start at its Produce call. The producer is paced by the
 // clock: when it wakes, it sends every record due by then.
-func runE2E(ctx context.Context, bp *brokerProc, rate int, d time.Duration) (metrics, error) {
+func runE2E(ctx context.Context, bp *brokerProc, rate int, d time.Duration, lw *latencyFile) (metrics, error) {
 	topic := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
 	if err := createTopic(ctx, bp.addr, topic, 1); err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func runE2E(ctx context.Context, bp *brokerProc, rate int, d time.Duration) (met
 	const warmup = time.Second
 	base := time.Now()
 	total := int64(float64(rate) * (warmup + d).Seconds())
-	lat := &latencies{}
+	lat := &latencies{log: lw.writer()}
 	var failed atomic.Pointer[error]
 	done := make(chan struct{})
 	go func() {

@@ -123,6 +123,7 @@ var defaultWorkloads = workloads[:5]
 
 // options is the command line.
 type options struct {
+	latencyLog    string
 	addr          string
 	pid           int
 	brokers       []string
@@ -186,6 +187,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "`directory` for the brokers' data directories (removed afterwards)")
 	fs.StringVar(&o.profile, "profile", "", "write CPU, allocation and heap profiles of the broker for each case into `directory`")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every sample to `file` as JSON")
+	fs.StringVar(&o.latencyLog, "latency-log", "", "write every produce ack and end-to-end latency of each case, in the order measured, into `directory`\n"+
+		"(one CSV file per case, broker and round: unix_ns,latency_ns), to see when slow ones happen")
 	fs.IntVar(&o.raw.conns, "raw-conns", 4, "raw workload: `connections` producing at once")
 	fs.IntVar(&o.raw.inflight, "raw-inflight", 4, "raw workload: outstanding `requests` per connection")
 	fs.IntVar(&o.raw.requestKB, "raw-request-kb", 1024, "raw workload: `KiB` of record values per request")
@@ -475,7 +478,12 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 		}
 		for _, bp := range order {
 			m, err := b.measure(bp, "produce", pc.name(), round, func() (metrics, error) {
-				return runProduce(ctx, bp, pc, pc.topic(tag), b.o.produceMB*1e6)
+				lw, err := b.latencyLogFile(bp, "produce", pc.name(), round)
+				if err != nil {
+					return nil, err
+				}
+				defer lw.Close()
+				return runProduce(ctx, bp, pc, pc.topic(tag), b.o.produceMB*1e6, lw)
 			})
 			if err != nil {
 				return err
@@ -531,7 +539,12 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 		for _, bp := range order {
 			d := time.Duration(b.o.e2eSeconds * float64(time.Second))
 			m, err := b.measure(bp, "e2e", name, round, func() (metrics, error) {
-				return runE2E(ctx, bp, b.o.e2eRate, d)
+				lw, err := b.latencyLogFile(bp, "e2e", name, round)
+				if err != nil {
+					return nil, err
+				}
+				defer lw.Close()
+				return runE2E(ctx, bp, b.o.e2eRate, d, lw)
 			})
 			if err != nil {
 				return err
@@ -641,6 +654,42 @@ func (b *bench) measure(bp *brokerProc, workload, caseName string, round int, f 
 	}
 	rss.finish(m)
 	return m, nil
+}
+
+// latencyLogFile opens the --latency-log file of one case, broker and round,
+// or an empty latencyFile (whose writer is nil) without the flag.
+func (b *bench) latencyLogFile(bp *brokerProc, workload, caseName string, round int) (*latencyFile, error) {
+	if b.o.latencyLog == "" {
+		return &latencyFile{}, nil
+	}
+	if err := os.MkdirAll(b.o.latencyLog, 0o755); err != nil {
+		return nil, err
+	}
+	file := filepath.Join(b.o.latencyLog, fmt.Sprintf("%s-%s-%s-r%d.csv", workload, slug(caseName), bp.spec.name, round))
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	return &latencyFile{f}, nil
+}
+
+// latencyFile is a --latency-log file, or nothing (f nil) without the flag.
+type latencyFile struct{ f *os.File }
+
+// writer is where latencies writes, nil without the flag.
+func (l *latencyFile) writer() io.Writer {
+	if l.f == nil {
+		return nil
+	}
+	return l.f
+}
+
+// Close closes the file, if any.
+func (l *latencyFile) Close() error {
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
 }
 
 // record adds a sample and logs the given metrics of it.

@@ -64,11 +64,11 @@ const producerBuffer = 50_000
 // client can and reports throughput, the produce requests' round trips
 // (from writing the request to reading its response) and the broker's
 // CPU and heap per GB of record values.
-func runProduce(ctx context.Context, bp *brokerProc, c produceCase, topic string, volume int64) (metrics, error) {
+func runProduce(ctx context.Context, bp *brokerProc, c produceCase, topic string, volume int64, lw *latencyFile) (metrics, error) {
 	if err := createTopic(ctx, bp.addr, topic, c.partitions); err != nil {
 		return nil, err
 	}
-	rtt := &latencies{}
+	rtt := &latencies{log: lw.writer()}
 	var cls []*kgo.Client
 	defer func() {
 		for _, cl := range cls {

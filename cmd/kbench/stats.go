@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"math"
 	"slices"
 	"sync"
@@ -56,12 +59,18 @@ type latencies struct {
 	mu sync.Mutex
 	on bool
 	ds []time.Duration
+	// at holds, when logging, the wall-clock time (Unix ns) at which each
+	// value of ds was recorded, in recording order.
+	at []int64
+	// log, when set, receives every value as "unix_ns,latency_ns" lines
+	// in recording order at stop (--latency-log).
+	log io.Writer
 }
 
 // start clears what was recorded and starts recording.
 func (l *latencies) start() {
 	l.mu.Lock()
-	l.ds, l.on = l.ds[:0], true
+	l.ds, l.at, l.on = l.ds[:0], l.at[:0], true
 	l.mu.Unlock()
 }
 
@@ -71,6 +80,9 @@ func (l *latencies) add(d time.Duration) bool {
 	defer l.mu.Unlock()
 	if l.on {
 		l.ds = append(l.ds, d)
+		if l.log != nil {
+			l.at = append(l.at, time.Now().UnixNano())
+		}
 	}
 	return l.on
 }
@@ -80,6 +92,13 @@ func (l *latencies) stop() []time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.on = false
+	if l.log != nil {
+		w := bufio.NewWriter(l.log)
+		for i, d := range l.ds {
+			fmt.Fprintf(w, "%d,%d\n", l.at[i], d)
+		}
+		w.Flush()
+	}
 	slices.Sort(l.ds)
 	return l.ds
 }
