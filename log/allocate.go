@@ -129,7 +129,7 @@ func newAllocateMappedFileService(dir string, cfg *Config, pool *TransientStoreP
 }
 
 // get returns the file that starts at from, built by the background worker
-// if it was queued before, else built now with the current lead allocated.
+// if it was queued before, else built now and allocated whole.
 // A failed allocation (for example ENOSPC) is returned and forgotten, so the
 // next call tries again.
 func (s *AllocateMappedFileService) get(from int64) (*MappedFile, error) {
@@ -151,7 +151,9 @@ func (s *AllocateMappedFileService) get(from int64) (*MappedFile, error) {
 		}
 	}
 	if req == nil {
-		req = &allocRequest{from: from, initial: s.lead.Load(), ready: make(chan struct{})}
+		// Whole, as growAhead allocates a next file: extending a file
+		// in use would contend with the appender for its inode lock.
+		req = &allocRequest{from: from, initial: s.size, ready: make(chan struct{})}
 		s.mu.pending[from] = req
 		s.mu.queue = append(s.mu.queue, req)
 	}

@@ -25,9 +25,12 @@ import (
 // it is what the log wrote in the last Config.AllocateHorizon at the rate
 // measured between two extensions, at least Config.AllocateAhead and at most
 // one file. An idle broker therefore holds a few MiB of allocated log, a
-// busy one up to a file ahead, and the next file is created (with the part
-// of the lead that falls into it) only when the lead reaches past the end of
-// the current one.
+// busy one up to a file ahead, and the next file is created only when the
+// lead reaches past the end of the current one. It is then allocated whole
+// (not only the part of the lead that falls into it), so that a file is
+// never extended while the appender writes into it: both take the file's
+// inode lock (growAhead). Only the first file of a run (new, or the last
+// one loaded) is extended while in use.
 
 // MetadataReserve is free disk space that data files (commit log, consume
 // queues) never allocate: the small metadata files (checkpoints, the topic
@@ -174,7 +177,17 @@ func (s *AllocateMappedFileService) growAhead() {
 	// caller.
 	_ = s.growFile(last, target-last.from)
 	if next := last.from + s.size; target > next {
-		s.prepareSized(next, target-next)
+		// The next file gets all its blocks now, before it becomes the
+		// file being appended to, not the part of the lead that falls
+		// into it. fallocate holds the file's inode lock, which every
+		// pwrite of the appender needs too, and while it holds it ext4
+		// may read a block bitmap from a disk busy with the flusher's
+		// writeback: extending the file being appended to stalled every
+		// produce for 20-30 ms (docs/BENCHMARKS.md, "Produce stalls ...
+		// session 17"). Allocated whole while nobody writes to it, the
+		// file is never extended again once in use, at the cost of up
+		// to one file allocated ahead of a slow writer near a file's end.
+		s.prepareSized(next, s.size)
 	}
 	// Even after a failure: the appender allocates for itself what is
 	// missing, so retrying on every append would only repeat the error.
