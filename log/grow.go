@@ -30,7 +30,8 @@ import (
 // (not only the part of the lead that falls into it), so that a file is
 // never extended while the appender writes into it: both take the file's
 // inode lock (growAhead). Only the first file of a run (new, or the last
-// one loaded) is extended while in use.
+// one loaded) is extended while in use: by the lead while the log is idle,
+// and to its end at once when it gets busy.
 
 // MetadataReserve is free disk space that data files (commit log, consume
 // queues) never allocate: the small metadata files (checkpoints, the topic
@@ -171,11 +172,21 @@ func (s *AllocateMappedFileService) growAhead() {
 	}
 	defer last.Release()
 	pos := last.from + last.WrotePosition()
-	target := pos + s.adapt(time.Now(), pos)
+	lead := s.adapt(time.Now(), pos)
+	target := pos + lead
+	// A file in use is extended only while the log is idle (the lead is
+	// AllocateAhead); once it is busy, the rest of the file is allocated
+	// at once, so the appender meets the allocator's inode lock once per
+	// run rather than every half lead (only the first file of a run is
+	// ever in use with a part allocated, see below).
+	end := target - last.from
+	if lead > s.cfg.AllocateAhead {
+		end = s.size
+	}
 	// Errors are left to the appender: when it reaches the unallocated
 	// pages it allocates them itself and reports a full disk to its
 	// caller.
-	_ = s.growFile(last, target-last.from)
+	_ = s.growFile(last, end)
 	if next := last.from + s.size; target > next {
 		// The next file gets all its blocks now, before it becomes the
 		// file being appended to, not the part of the lead that falls

@@ -99,6 +99,55 @@ func TestFilesInUseAreAllocatedWhole(t *testing.T) {
 	})
 }
 
+// The first file of a run is extended by the lead while the log is idle,
+// and once it is busy the rest of it is allocated at once, so that the
+// appender does not meet the allocator's fallocate every half lead.
+func TestBusyLogAllocatesTheFirstFileWhole(t *testing.T) {
+	const size = 4 << 20
+	dir := t.TempDir()
+	cfg := DefaultConfig(dir)
+	cfg.FileSize = size
+	cfg.AllocateAhead = 64 << 10
+	cfg.AllocateHorizon = time.Second
+	cfg.withDefaults()
+	q := newMappedFileQueue(dir, size)
+	t.Cleanup(q.close)
+	m, err := createMappedFile(dir, 0, size, pageSize, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.add(m); err != nil {
+		t.Fatal(err)
+	}
+	// The worker's state without its goroutine: growAhead runs here.
+	s := &AllocateMappedFileService{dir: dir, size: size, cfg: &cfg, queue: q, done: make(chan struct{})}
+	s.lead.Store(cfg.AllocateAhead)
+	s.mu.pending = make(map[int64]*allocRequest)
+	t.Cleanup(func() {
+		for _, r := range s.mu.pending {
+			if r.file != nil {
+				r.file.retire()
+			}
+		}
+	})
+
+	s.growAhead() // the first call only records the position: idle
+	if got, want := m.Allocated(), cfg.AllocateAhead; got != want {
+		t.Fatalf("idle: %d bytes allocated, want the lead's %d", got, want)
+	}
+	// 200 KiB in the last second: a lead of 1 MiB (whole MiBs), which
+	// used to extend the file to 1.2 MiB.
+	s.rate.at = s.rate.at.Add(-time.Second)
+	m.setPositions(200 << 10)
+	s.growAhead()
+	if lead := s.lead.Load(); lead != 1<<20 {
+		t.Fatalf("lead %d after 200 KiB in a second, want 1 MiB", lead)
+	}
+	if got := m.Allocated(); got != size {
+		t.Fatalf("busy: %d bytes allocated, want the whole file's %d", got, size)
+	}
+}
+
 // The appender never writes past the allocated prefix: on a full disk an
 // append that does not fit in it fails with ENOSPC inside the file, leaves
 // the log unchanged and not broken, and succeeds once space is back.
