@@ -141,8 +141,10 @@ type Config struct {
 	LogWarm string `kafka:"kbroker.log.warm"`
 	// LogAllocateAhead is the least disk the commit log keeps allocated
 	// ahead of its write position. Under load the lead follows the write
-	// rate up to one segment, so an idle broker holds a few MiB and a busy
-	// one never waits for the disk (log.Config.AllocateAhead).
+	// rate up to one segment, and a segment the lead reaches into is
+	// allocated whole before it is written to, so an idle broker holds a
+	// few MiB and a busy one never waits for the disk
+	// (log.Config.AllocateAhead).
 	LogAllocateAhead int64 `kafka:"kbroker.log.allocate.ahead.bytes"`
 	// DefaultPartitions is num.partitions: partitions of auto-created
 	// topics and of CreateTopics with -1.

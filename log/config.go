@@ -46,7 +46,9 @@ type Config struct {
 	TruncateCorrupt bool
 	// AllocateAhead is the least the log keeps allocated on disk ahead of
 	// its write position; under load the lead grows to AllocateHorizon of
-	// writes, up to one file (grow.go). Default 4 MiB, at most FileSize.
+	// writes, up to one file, and a file the lead reaches into is
+	// allocated whole before it is written to (grow.go). Default 4 MiB,
+	// at most FileSize.
 	AllocateAhead int64
 	// AllocateHorizon is how many seconds of writes, at the rate last
 	// measured, the allocator keeps allocated ahead. Default 1 s.
