@@ -174,6 +174,15 @@ func createMappedFile(dir string, from, size, initial int64, syncDir bool, hook 
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
+	if initial > 0 {
+		// The metadata reserve holds for a new file's blocks as for
+		// grow's: a commit-log file is created with all of them.
+		if err := checkFree(f, initial); err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, fmt.Errorf("allocate %s: %w", path, err)
+		}
+	}
 	if initial < size {
 		// The size first, then the blocks: a hole reads as zeros, which is
 		// what recovery expects past the data.
