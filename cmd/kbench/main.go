@@ -78,7 +78,9 @@
 // that address (CPU figures only with --pid). --profile DIR writes CPU and
 // allocation profiles of the broker for each case, and its live heap at
 // the end of the case with the runtime's memory figures (kbroker and kfake,
-// not kbroker-bin). Progress goes to standard error, the tables to standard
+// not kbroker-bin). --latency-log DIR writes every produce ack and
+// end-to-end latency with the time it was recorded, to find when the slow
+// ones happen. Progress goes to standard error, the tables to standard
 // output.
 package main
 

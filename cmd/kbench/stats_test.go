@@ -2,6 +2,8 @@ package main
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -66,5 +68,30 @@ func TestLatenciesRecordOnlyWhenOn(t *testing.T) {
 	l.add(time.Hour) // after stop
 	if len(got) != 3 || got[0] != 1 || got[2] != 3 {
 		t.Errorf("recorded %v, want [1 2 3]", got)
+	}
+}
+
+// With a log, stop writes every recorded value with its time, in recording
+// order (--latency-log); what was left out is not written.
+func TestLatenciesLog(t *testing.T) {
+	var buf strings.Builder
+	l := latencies{log: &buf}
+	l.add(time.Second) // warm-up
+	before := time.Now().UnixNano()
+	l.start()
+	l.add(3)
+	l.add(1)
+	l.stop()
+	after := time.Now().UnixNano()
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("log %q: got %d lines, want 2", buf.String(), len(lines))
+	}
+	for i, want := range []string{"3", "1"} {
+		at, d, ok := strings.Cut(lines[i], ",")
+		ns, err := strconv.ParseInt(at, 10, 64)
+		if !ok || err != nil || ns < before || ns > after || d != want {
+			t.Errorf("line %d: %q, want a time in [%d, %d] and latency %s", i, lines[i], before, after, want)
+		}
 	}
 }
