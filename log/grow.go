@@ -194,7 +194,7 @@ func (s *AllocateMappedFileService) growAhead() {
 		// pwrite of the appender needs too, and while it holds it ext4
 		// may read a block bitmap from a disk busy with the flusher's
 		// writeback: extending the file being appended to stalled every
-		// produce for 20-30 ms (docs/BENCHMARKS.md, "Produce stalls ...
+		// produce for 20-40 ms (docs/BENCHMARKS.md, "Produce stalls ...
 		// session 17"). Allocated whole while nobody writes to it, the
 		// file is never extended again once in use, at the cost of up
 		// to one file allocated ahead of a slow writer near a file's end.

@@ -67,7 +67,7 @@ func TestIdleLogAllocatesTheLeadOnly(t *testing.T) {
 // Every file after the first is allocated whole before it becomes the file
 // being appended to, so the allocator never extends a file in use:
 // fallocate takes the inode lock that each of the appender's pwrites needs,
-// and held it for 20-30 ms while ext4 read a block bitmap (BENCHMARKS.md,
+// and held it for 20-40 ms while ext4 read a block bitmap (BENCHMARKS.md,
 // session 17). The first file still holds only the lead.
 func TestFilesInUseAreAllocatedWhole(t *testing.T) {
 	forEachAppendMode(t, func(t *testing.T, mode AppendMode) {
