@@ -640,7 +640,15 @@ func (b *bench) startRound(round int, filled map[string]string) error {
 
 // measure runs one case on bp, profiling the broker if asked, and adds
 // the broker's resident memory during the case (rssSampler.finish).
+//
+// Each case starts with the machine's dirty pages written back (sync(2),
+// outside the measured window): floor-write and kfake-disk never sync,
+// and data directories go only at the end of a round, so without it the
+// later cases of a round ran while the kernel wrote back GBs of the
+// earlier cases' pages, a busier disk and 4-5x the CPU per GB for every
+// broker (docs/BENCHMARKS.md, session 17).
 func (b *bench) measure(bp *brokerProc, workload, caseName string, round int, f func() (metrics, error)) (metrics, error) {
+	syscall.Sync()
 	if b.o.profile != "" {
 		file := filepath.Join(b.o.profile, fmt.Sprintf("%s-%s-%s-r%d.pprof", workload, slug(caseName), bp.spec.name, round))
 		if err := bp.profile(file); err != nil {
