@@ -644,9 +644,11 @@ func (b *bench) startRound(round int, filled map[string]string) error {
 // Each case starts with the machine's dirty pages written back (sync(2),
 // outside the measured window): floor-write and kfake-disk never sync,
 // and data directories go only at the end of a round, so without it the
-// later cases of a round ran while the kernel wrote back GBs of the
-// earlier cases' pages, a busier disk and 4-5x the CPU per GB for every
-// broker (docs/BENCHMARKS.md, session 17).
+// kernel would write back GBs of the earlier cases' pages during the
+// later ones. (The 4-5x CPU per GB that later cases showed on the
+// benchmark VM was not that but its first touch of fresh guest memory,
+// which sync does not prevent: docs/BENCHMARKS.md, "The third
+// quiet-machine pass".)
 func (b *bench) measure(bp *brokerProc, workload, caseName string, round int, f func() (metrics, error)) (metrics, error) {
 	syscall.Sync()
 	if b.o.profile != "" {
