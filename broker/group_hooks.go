@@ -234,8 +234,9 @@ func (b *Broker) onConsumerGroupChange(groupID string) {
 			SubscribedTopicNames: m.TopicNames, SubscribedTopicRegex: m.Regex, ServerAssignor: m.ServerAssignor,
 			RebalanceTimeoutMs: rebalanceMillis(m.RebalanceTimeout),
 			MemberEpoch:        m.Epoch, PreviousMemberEpoch: m.PreviousEpoch, State: int8(m.State),
-			Assigned: storedAssignment(m.Assigned), PendingRevocation: storedAssignment(m.PendingRevocation),
-			Target: storedAssignment(m.Target),
+			Assigned:          storedAssignment(m.Assigned, m.AssignmentEpochs),
+			PendingRevocation: storedAssignment(m.PendingRevocation, m.AssignmentEpochs),
+			Target:            storedAssignment(m.Target, nil),
 		})
 	}
 	store.RecordConsumerGroup(groupID, cg, b.startGroupWrite(groupID))
@@ -250,12 +251,25 @@ func rebalanceMillis(d time.Duration) int32 {
 	return clampMillis(d)
 }
 
-// storedAssignment is an assignment as the records hold it, by topic id.
-func storedAssignment(a consumer.Assignment) []offsets.TopicPartitions {
+// storedAssignment is an assignment as the records hold it, by topic id,
+// with the partitions' assignment epochs when epochs has them all.
+func storedAssignment(a consumer.Assignment, epochs consumer.AssignmentEpochs) []offsets.TopicPartitions {
 	ids := slices.SortedFunc(maps.Keys(a), func(x, y consumer.TopicID) int { return bytes.Compare(x[:], y[:]) })
 	out := make([]offsets.TopicPartitions, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, offsets.TopicPartitions{TopicID: id, Partitions: a[id]})
+		tp := offsets.TopicPartitions{TopicID: id, Partitions: a[id]}
+		if epochs != nil {
+			tp.AssignmentEpochs = make([]int32, 0, len(tp.Partitions))
+			for _, p := range tp.Partitions {
+				e, ok := epochs[consumer.TopicPartition{TopicID: id, Partition: p}]
+				if !ok {
+					tp.AssignmentEpochs = nil
+					break
+				}
+				tp.AssignmentEpochs = append(tp.AssignmentEpochs, e)
+			}
+		}
+		out = append(out, tp)
 	}
 	return out
 }
@@ -277,7 +291,8 @@ func restoredConsumerGroup(cg *offsets.ConsumerGroup) consumer.Record {
 			RebalanceTimeout: rebalance,
 			Epoch:            m.MemberEpoch, PreviousEpoch: m.PreviousMemberEpoch, State: consumer.MemberState(m.State),
 			Assigned: loadedAssignment(m.Assigned), PendingRevocation: loadedAssignment(m.PendingRevocation),
-			Target: loadedAssignment(m.Target),
+			AssignmentEpochs: loadedEpochs(m.Assigned, m.PendingRevocation),
+			Target:           loadedAssignment(m.Target),
 		})
 	}
 	return r
@@ -296,6 +311,23 @@ func loadedAssignment(tps []offsets.TopicPartitions) consumer.Assignment {
 		a[tp.TopicID] = slices.Compact(ps)
 	}
 	return a
+}
+
+// loadedEpochs are the assignment epochs stored with a member's
+// assignments; nil when none are (records from before KIP-1251).
+func loadedEpochs(assignments ...[]offsets.TopicPartitions) consumer.AssignmentEpochs {
+	var out consumer.AssignmentEpochs
+	for _, tps := range assignments {
+		for _, tp := range tps {
+			for i, e := range tp.AssignmentEpochs {
+				if out == nil {
+					out = consumer.AssignmentEpochs{}
+				}
+				out[consumer.TopicPartition{TopicID: tp.TopicID, Partition: tp.Partitions[i]}] = e
+			}
+		}
+	}
+	return out
 }
 
 // recordStore is the store a group's records go to, created (with

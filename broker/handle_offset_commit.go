@@ -7,7 +7,8 @@ package broker
 //
 //   - membership of a consumer group (KIP-848): its member must exist
 //     (UNKNOWN_MEMBER_ID), commit with v9+ (UNSUPPORTED_VERSION) and carry
-//     its current member epoch (STALE_MEMBER_EPOCH); a commit with a
+//     its current member epoch, or an older one for partitions it has
+//     held since (KIP-1251), else STALE_MEMBER_EPOCH; a commit with a
 //     negative epoch passes while the group has no members
 //     (consumer.Coordinator.ValidateCommit).
 //   - membership of a classic group: group.Coordinator.ValidateCommit; a commit with
@@ -46,7 +47,7 @@ func (b *Broker) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) (res
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(req.Topics))
 	var pc pendingCommits
-	groupErr := b.validateOffsetCommit(req)
+	groupErr := b.validateOffsetCommit(c, req)
 	if !b.allowed(c, opRead, resGroup, req.Group) {
 		groupErr = kerr.GroupAuthorizationFailed
 	}
@@ -82,8 +83,16 @@ func (b *Broker) handleOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) (res
 // validateOffsetCommit checks the committing member against the group:
 // a consumer group's rules when a consumer group (KIP-848) holds the id,
 // else the classic ones.
-func (b *Broker) validateOffsetCommit(req *kmsg.OffsetCommitRequest) error {
-	if found, err := b.groups.Consumer().ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation, false, req.Version); found {
+func (b *Broker) validateOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) error {
+	partitions := b.commitPartitions(c, req.Version >= 10, len(req.Topics), func(i int) (string, [16]byte, []int32) {
+		rt := &req.Topics[i]
+		ps := make([]int32, len(rt.Partitions))
+		for j := range rt.Partitions {
+			ps[j] = rt.Partitions[j].Partition
+		}
+		return rt.Topic, rt.TopicID, ps
+	})
+	if found, err := b.groups.Consumer().ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation, false, req.Version, partitions); found {
 		return err
 	}
 	if found, err := b.streamsCo.ValidateCommit(req.Group, req.MemberID, req.Generation, false, req.Version); found {

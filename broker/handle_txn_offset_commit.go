@@ -42,7 +42,7 @@ func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 	case !b.allowed(c, opRead, resGroup, req.Group):
 		groupErr = kerr.GroupAuthorizationFailed
 	default:
-		groupErr = b.validateTxnOffsetCommit(req)
+		groupErr = b.validateTxnOffsetCommit(c, req)
 	}
 	var pc pendingCommits
 	for i := range req.Topics {
@@ -70,7 +70,7 @@ func (b *Broker) handleTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest
 
 // validateTxnOffsetCommit checks the group membership and that the
 // group's offsets partition is in the producer's transaction.
-func (b *Broker) validateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) error {
+func (b *Broker) validateTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitRequest) error {
 	instance := ""
 	if req.InstanceID != nil {
 		instance = *req.InstanceID
@@ -79,7 +79,14 @@ func (b *Broker) validateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) error
 		if err != nil {
 			return err
 		}
-	} else if err := b.groups.ValidateTxnCommit(req.Group, req.MemberID, instance, req.Generation); err != nil {
+	} else if err := b.groups.ValidateTxnCommit(req.Group, req.MemberID, instance, req.Generation, b.commitPartitions(c, req.Version >= 6, len(req.Topics), func(i int) (string, [16]byte, []int32) {
+		rt := &req.Topics[i]
+		ps := make([]int32, len(rt.Partitions))
+		for j := range rt.Partitions {
+			ps[j] = rt.Partitions[j].Partition
+		}
+		return rt.Topic, rt.TopicID, ps
+	})); err != nil {
 		return err
 	}
 	coord, err := b.transactionCoordinator()

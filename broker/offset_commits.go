@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"iter"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/group/consumer"
 	"github.com/kbroker/kbroker/offsets"
 	"github.com/kbroker/kbroker/topic"
 )
@@ -72,4 +75,35 @@ func (b *Broker) writeCommits(resp kmsg.Response, pc *pendingCommits, write func
 		close(ready)
 	})
 	return result{resp: resp, ready: ready}, nil
+}
+
+// commitPartitions yields the partitions of an OffsetCommit's or a
+// TxnOffsetCommit's topics, by topic name and id, for a consumer group's
+// check of an older member epoch (KIP-1251). Topics that do not exist or
+// that c may not read, and partitions out of range, are left out: they
+// get their own error codes, as Kafka answers them before its group
+// coordinator sees the request. topic returns the i-th of n topics of
+// the request; it runs only if the check needs the partitions.
+func (b *Broker) commitPartitions(c *conn, byID bool, n int, topic func(i int) (name string, id [16]byte, partitions []int32)) iter.Seq2[string, consumer.TopicPartition] {
+	return func(yield func(string, consumer.TopicPartition) bool) {
+		for i := range n {
+			name, id, partitions := topic(i)
+			t, code := b.offsetTopic(byID, name, id)
+			if code != 0 {
+				continue
+			}
+			// The request's own loop logs a denial; this check is quiet.
+			if az := b.security.authz; az != nil && !az.Authorize(c.principal, c.host, opRead, resTopic, t.Name) {
+				continue
+			}
+			for _, p := range partitions {
+				if p < 0 || p >= t.Partitions {
+					continue
+				}
+				if !yield(t.Name, consumer.TopicPartition{TopicID: consumer.TopicID(t.ID), Partition: p}) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -1,7 +1,11 @@
 package group
 
 import (
+	"iter"
+
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/group/consumer"
 )
 
 // ValidateCommit checks whether an OffsetCommit from this member may store
@@ -37,14 +41,15 @@ func (c *Coordinator) ValidateCommit(groupID, memberID, instanceID string, gener
 //
 // A consumer group (KIP-848) holding the id applies its own rules
 // (consumer.Coordinator.ValidateCommit: UNKNOWN_MEMBER_ID, and
-// ILLEGAL_GENERATION for another member epoch, as Kafka answers a
-// TxnOffsetCommit).
-func (c *Coordinator) ValidateTxnCommit(groupID, memberID, instanceID string, generation int32) error {
+// ILLEGAL_GENERATION for a member epoch that may not commit partitions,
+// as Kafka answers a TxnOffsetCommit); partitions yields the request's,
+// by topic name and id.
+func (c *Coordinator) ValidateTxnCommit(groupID, memberID, instanceID string, generation int32, partitions iter.Seq2[string, consumer.TopicPartition]) error {
 	var instance *string
 	if instanceID != "" {
 		instance = &instanceID
 	}
-	if found, err := c.consumer.ValidateCommit(groupID, memberID, instance, generation, true, 0); found {
+	if found, err := c.consumer.ValidateCommit(groupID, memberID, instance, generation, true, 0, partitions); found {
 		return err
 	}
 	return c.validateCommit(groupID, memberID, instanceID, generation, true)

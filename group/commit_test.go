@@ -78,10 +78,10 @@ func TestCommitKeepsMemberAlive(t *testing.T) {
 // generation < 0.
 func TestValidateTxnCommit(t *testing.T) {
 	runWith(t, testConfig(), nil, func(t *testing.T, c *Coordinator) {
-		if err := c.ValidateTxnCommit("missing", "m", "", 2); !errors.Is(err, kerr.IllegalGeneration) {
+		if err := c.ValidateTxnCommit("missing", "m", "", 2, nil); !errors.Is(err, kerr.IllegalGeneration) {
 			t.Fatalf("member of a missing group: %v", err)
 		}
-		if err := c.ValidateTxnCommit("solo", "", "", -1); err != nil {
+		if err := c.ValidateTxnCommit("solo", "", "", -1, nil); err != nil {
 			t.Fatalf("producer without group management: %v", err)
 		}
 	})

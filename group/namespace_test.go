@@ -53,8 +53,8 @@ func TestNamespace(t *testing.T) {
 			t.Fatalf("classic Describe of a consumer group: %v, want Dead", d.State)
 		}
 		testenv.WantErr(t, "a simple commit to a consumer group with members", c.ValidateCommit("g", "", "", -1), kerr.UnknownMemberID)
-		testenv.WantErr(t, "a transactional commit of its member at a stale epoch", c.ValidateTxnCommit("g", "m", "", 5), kerr.IllegalGeneration)
-		testenv.WantErr(t, "a transactional commit of its member", c.ValidateTxnCommit("g", "m", "", 1), nil)
+		testenv.WantErr(t, "a transactional commit of its member at a stale epoch", c.ValidateTxnCommit("g", "m", "", 5, nil), kerr.IllegalGeneration)
+		testenv.WantErr(t, "a transactional commit of its member", c.ValidateTxnCommit("g", "m", "", 1, nil), nil)
 
 		// Empty, it yields the id to a classic group.
 		consumerLeave(c, "g", "m")

@@ -83,6 +83,11 @@ type ConsumerMember struct {
 type TopicPartitions struct {
 	TopicID    [16]byte
 	Partitions []int32
+	// AssignmentEpochs are, in a member's current assignment, the member
+	// epochs at which it was given each partition (KIP-1251; Kafka's
+	// tagged field 0, assignment_epochs): as many as Partitions, or none
+	// (a record from before KIP-1251, or another kind of assignment).
+	AssignmentEpochs []int32
 }
 
 // isConsumerType reports whether a record type is a consumer-group one.
@@ -111,10 +116,24 @@ func appendTopicPartitions(dst []byte, tps []TopicPartitions) []byte {
 		for _, p := range tp.Partitions {
 			dst = kbin.AppendInt32(dst, p)
 		}
-		dst = kbin.AppendUvarint(dst, 0) // no tagged fields
+		if len(tp.AssignmentEpochs) == 0 || len(tp.AssignmentEpochs) != len(tp.Partitions) {
+			dst = kbin.AppendUvarint(dst, 0) // no tagged fields
+			continue
+		}
+		dst = kbin.AppendUvarint(dst, 1)
+		dst = kbin.AppendUvarint(dst, assignmentEpochsTag)
+		epochs := kbin.AppendCompactArrayLen(nil, len(tp.AssignmentEpochs))
+		for _, e := range tp.AssignmentEpochs {
+			epochs = kbin.AppendInt32(epochs, e)
+		}
+		dst = kbin.AppendUvarint(dst, uint32(len(epochs)))
+		dst = append(dst, epochs...)
 	}
 	return dst
 }
+
+// assignmentEpochsTag is the tag of TopicPartitions.AssignmentEpochs.
+const assignmentEpochsTag = 0
 
 // consumerGroupRecords lists every record of cg: encoded key → value.
 func consumerGroupRecords(cg *ConsumerGroup) map[string][]byte {
@@ -209,11 +228,35 @@ func (r *cgReader) topicPartitions() []TopicPartitions {
 		for range np {
 			tp.Partitions = append(tp.Partitions, r.Int32())
 		}
-		r.tags()
+		for nt := r.Uvarint(); nt > 0 && r.Ok(); nt-- {
+			tag, field := r.Uvarint(), r.Span(int(r.Uvarint()))
+			if tag == assignmentEpochsTag {
+				tp.AssignmentEpochs = decodeAssignmentEpochs(field, len(tp.Partitions))
+			}
+		}
 		if !r.Ok() {
 			return nil
 		}
 		out = append(out, tp)
+	}
+	return out
+}
+
+// decodeAssignmentEpochs decodes the assignment_epochs tagged field of a
+// TopicPartitions with n partitions; epochs that do not decode or are not
+// one per partition are dropped (the member's epoch stands in for them).
+func decodeAssignmentEpochs(field []byte, n int) []int32 {
+	fr := kbin.Reader{Src: field}
+	k := int(fr.CompactArrayLen())
+	if k != n || k <= 0 || k > len(field)/4 {
+		return nil
+	}
+	out := make([]int32, k)
+	for i := range out {
+		out[i] = fr.Int32()
+	}
+	if !fr.Ok() {
+		return nil
 	}
 	return out
 }

@@ -78,6 +78,19 @@ func (a Assignment) topics() []TopicID {
 
 func compareTopicIDs(a, b TopicID) int { return bytes.Compare(a[:], b[:]) }
 
+// TopicPartition is one partition, its topic named by id.
+type TopicPartition struct {
+	TopicID   TopicID
+	Partition int32
+}
+
+// AssignmentEpochs are, for each partition a member holds (assigned or
+// pending revocation), the member epoch at which it was given to the
+// member: KIP-1251's assignment epochs. A commit that carries an older
+// member epoch than the member's is still the member's own for a
+// partition it has held since that epoch. Immutable like Assignment.
+type AssignmentEpochs map[TopicPartition]int32
+
 // assignmentBuilder accumulates partitions into a new Assignment.
 type assignmentBuilder map[TopicID][]int32
 

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -77,6 +78,10 @@ type member struct {
 
 	assigned          Assignment
 	pendingRevocation Assignment
+	// assignedAt are the epochs at which the member was given the
+	// partitions it holds; a partition missing from it (a record from
+	// before KIP-1251) counts as given at the member's current epoch.
+	assignedAt AssignmentEpochs
 
 	// timers are shared between the copies of a member; only the group
 	// (under its lock) starts and stops them.
@@ -133,7 +138,21 @@ func (m *member) sameAs(o *member) bool {
 		m.epoch == o.epoch && m.previousEpoch == o.previousEpoch && m.state == o.state &&
 		m.rebalanceTimeout == o.rebalanceTimeout && slices.Equal(m.topicNames, o.topicNames) &&
 		m.regex == o.regex && m.serverAssignor == o.serverAssignor &&
-		m.assigned.equal(o.assigned) && m.pendingRevocation.equal(o.pendingRevocation)
+		m.assigned.equal(o.assigned) && m.pendingRevocation.equal(o.pendingRevocation) &&
+		maps.Equal(m.assignedAt, o.assignedAt)
+}
+
+// assignmentEpoch is the member epoch at which m was given partition p of
+// topic id (ConsumerGroupMember.assignmentEpoch, or pendingRevocationEpoch
+// for a partition it is revoking); held is false when m holds neither.
+func (m *member) assignmentEpoch(id TopicID, p int32) (epoch int32, held bool) {
+	if !m.assigned.has(id, p) && !m.pendingRevocation.has(id, p) {
+		return 0, false
+	}
+	if e, ok := m.assignedAt[TopicPartition{id, p}]; ok {
+		return e, true
+	}
+	return m.epoch, true
 }
 
 // sortedNames returns names sorted and without duplicates, never nil.

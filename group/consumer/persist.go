@@ -39,7 +39,11 @@ type MemberRecord struct {
 	Epoch, PreviousEpoch        int32
 	State                       MemberState
 	Assigned, PendingRevocation Assignment
-	Target                      Assignment
+	// AssignmentEpochs are the epochs at which the member was given
+	// the partitions of Assigned and PendingRevocation (KIP-1251); nil
+	// in records from before it.
+	AssignmentEpochs AssignmentEpochs
+	Target           Assignment
 }
 
 // Record returns the group's state as its records hold it; found is false
@@ -69,7 +73,8 @@ func (c *Coordinator) Record(groupID string) (r Record, found bool, err error) {
 			RebalanceTimeout: m.rebalanceTimeout,
 			Epoch:            m.epoch, PreviousEpoch: m.previousEpoch, State: m.state,
 			Assigned: m.assigned, PendingRevocation: m.pendingRevocation,
-			Target: g.mu.target[m.id],
+			AssignmentEpochs: m.assignedAt,
+			Target:           g.mu.target[m.id],
 		})
 	}
 	return r, true, nil
@@ -119,6 +124,7 @@ func (c *Coordinator) Restore(r Record) {
 		m.rebalanceTimeout = mr.RebalanceTimeout
 		m.epoch, m.previousEpoch, m.state = mr.Epoch, mr.PreviousEpoch, mr.State
 		m.assigned, m.pendingRevocation = orEmpty(mr.Assigned), orEmpty(mr.PendingRevocation)
+		m.assignedAt = mr.AssignmentEpochs
 		if mr.Target != nil {
 			g.mu.target[m.id] = mr.Target
 		}

@@ -100,7 +100,7 @@ func TestRecordRestoreRoundTrip(t *testing.T) {
 			if r.MemberEpoch != epoch || !cl.owned.equal(owned) {
 				t.Fatalf("%s after the restart: epoch %d owning %v, want %d owning %v", cl.id, r.MemberEpoch, cl.owned, epoch, owned)
 			}
-			if found, err := c2.ValidateCommit("g", cl.id, nil, cl.epoch, false, 9); !found || err != nil {
+			if found, err := c2.ValidateCommit("g", cl.id, nil, cl.epoch, false, 9, partitionsOf(cl.owned)); !found || err != nil {
 				t.Fatalf("%s: commit after the restart: %v %v", cl.id, found, err)
 			}
 		}

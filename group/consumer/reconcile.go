@@ -183,6 +183,7 @@ func (r *reconciler) next(memberEpoch int32, current Assignment) *member {
 		out.updateEpoch(memberEpoch)
 		out.assigned = assigned.build()
 		out.pendingRevocation = rev
+		out.assignedAt = m.keptEpochs(r.targetEpoch, out.assigned, rev)
 		return out
 	}
 	for id, ps := range assigning {
@@ -195,6 +196,27 @@ func (r *reconciler) next(memberEpoch int32, current Assignment) *member {
 	out.updateEpoch(r.targetEpoch)
 	out.assigned = assigned.build()
 	out.pendingRevocation = Assignment{}
+	out.assignedAt = m.keptEpochs(r.targetEpoch, out.assigned)
+	return out
+}
+
+// keptEpochs are the assignment epochs of the partitions in held, the
+// member's next assignment (computeNextAssignment): a partition m has
+// assigned keeps its epoch, any other one (new, or taken back from those
+// m was revoking) is given at epoch.
+func (m *member) keptEpochs(epoch int32, held ...Assignment) AssignmentEpochs {
+	out := AssignmentEpochs{}
+	for _, a := range held {
+		for id, ps := range a {
+			for _, p := range ps {
+				e := epoch
+				if m.assigned.has(id, p) {
+					e, _ = m.assignmentEpoch(id, p)
+				}
+				out[TopicPartition{id, p}] = e
+			}
+		}
+	}
 	return out
 }
 
