@@ -10,7 +10,9 @@ package broker
 //     its current member epoch, or an older one for partitions it has
 //     held since (KIP-1251), else STALE_MEMBER_EPOCH; a commit with a
 //     negative epoch passes while the group has no members
-//     (consumer.Coordinator.ValidateCommit).
+//     (consumer.Coordinator.ValidateCommit). Streams groups (KIP-1071) have
+//     the same rules, with the tasks the member holds for partitions
+//     (streams.Coordinator.ValidateCommit).
 //   - membership of a classic group: group.Coordinator.ValidateCommit; a commit with
 //     generation -1 and no member id is a simple consumer's (or the admin
 //     client's) and creates an Empty group when there is none. From v9 a
@@ -95,7 +97,7 @@ func (b *Broker) validateOffsetCommit(c *conn, req *kmsg.OffsetCommitRequest) er
 	if found, err := b.groups.Consumer().ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation, false, req.Version, partitions); found {
 		return err
 	}
-	if found, err := b.streamsCo.ValidateCommit(req.Group, req.MemberID, req.Generation, false, req.Version); found {
+	if found, err := b.streamsCo.ValidateCommit(req.Group, req.MemberID, req.Generation, false, req.Version, byTopicName(partitions)); found {
 		return err
 	}
 	instance := ""

@@ -275,6 +275,7 @@ func TestStreamsGroupAfterRestart(t *testing.T) {
 		t.Fatalf("tasks before the restart: %+v", owned)
 	}
 	before := epochs["m1"]
+	joined, keptByM1 := r.MemberEpoch, owned["m1"]
 
 	srv = rs.restart()
 	for _, m := range []string{"m1", "m2"} {
@@ -304,6 +305,33 @@ func TestStreamsGroupAfterRestart(t *testing.T) {
 	}
 	if count(owned["m1"]) != 4 {
 		t.Fatalf("m1 owns %+v after m2 left, want all 4 tasks", owned["m1"])
+	}
+	// The epochs at which m1 got its tasks survived the restart
+	// (KIP-1251): at its join epoch it may still commit the tasks it has
+	// held since, not those it took from m2.
+	commitTasks := func(epoch int32, tasks []kmsg.TaskIDs) int16 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 9
+		req.Group, req.MemberID, req.Generation = "app", "m1", epoch
+		for _, tk := range tasks {
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = map[string]string{"0": "in", "1": "app-rep"}[tk.SubtopologyID]
+			for _, p := range tk.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: p, Offset: 7, LeaderEpoch: -1})
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		return adminRequest[*kmsg.OffsetCommitResponse](t, srv, req).Topics[0].Partitions[0].ErrorCode
+	}
+	if joined >= before {
+		t.Fatalf("m1 joined at epoch %d, was at %d before the restart; want it to have moved on", joined, before)
+	}
+	if code := commitTasks(joined, keptByM1); code != 0 {
+		t.Fatalf("commit at m1's join epoch of the tasks held since: %v", kerr.ErrorForCode(code))
+	}
+	if code := commitTasks(joined, owned["m2"]); code != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("commit at m1's join epoch of the tasks taken from m2: %v", kerr.ErrorForCode(code))
 	}
 	r.MemberEpoch = epochs["m1"]
 	fetch := kmsg.NewPtrOffsetFetchRequest()

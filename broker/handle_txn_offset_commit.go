@@ -6,7 +6,9 @@ package broker
 //   - the group check is the transactional one
 //     (group.Coordinator.ValidateTxnCommit): producers before KIP-447 send
 //     no generation or member, which is accepted; with member data the
-//     member and generation must match.
+//     member and generation must match (consumer and streams groups also
+//     take an older member epoch for what the member has held since, as
+//     KIP-1251 has it; ILLEGAL_GENERATION otherwise).
 //   - the group's __consumer_offsets partition must be in the producer's
 //     ongoing transaction (AddOffsetsToTxn): otherwise the coordinator's
 //     error (INVALID_TXN_STATE or TRANSACTION_ABORTABLE by version,
@@ -75,18 +77,19 @@ func (b *Broker) validateTxnOffsetCommit(c *conn, req *kmsg.TxnOffsetCommitReque
 	if req.InstanceID != nil {
 		instance = *req.InstanceID
 	}
-	if found, err := b.streamsCo.ValidateCommit(req.Group, req.MemberID, req.Generation, true, req.Version); found {
-		if err != nil {
-			return err
-		}
-	} else if err := b.groups.ValidateTxnCommit(req.Group, req.MemberID, instance, req.Generation, b.commitPartitions(c, req.Version >= 6, len(req.Topics), func(i int) (string, [16]byte, []int32) {
+	partitions := b.commitPartitions(c, req.Version >= 6, len(req.Topics), func(i int) (string, [16]byte, []int32) {
 		rt := &req.Topics[i]
 		ps := make([]int32, len(rt.Partitions))
 		for j := range rt.Partitions {
 			ps[j] = rt.Partitions[j].Partition
 		}
 		return rt.Topic, rt.TopicID, ps
-	})); err != nil {
+	})
+	if found, err := b.streamsCo.ValidateCommit(req.Group, req.MemberID, req.Generation, true, req.Version, byTopicName(partitions)); found {
+		if err != nil {
+			return err
+		}
+	} else if err := b.groups.ValidateTxnCommit(req.Group, req.MemberID, instance, req.Generation, partitions); err != nil {
 		return err
 	}
 	coord, err := b.transactionCoordinator()

@@ -107,3 +107,16 @@ func (b *Broker) commitPartitions(c *conn, byID bool, n int, topic func(i int) (
 		}
 	}
 }
+
+// byTopicName is partitions by topic name and partition, as a streams
+// group's check of an older member epoch (KIP-1251) takes them: streams
+// groups know their topics by name.
+func byTopicName(partitions iter.Seq2[string, consumer.TopicPartition]) iter.Seq2[string, int32] {
+	return func(yield func(string, int32) bool) {
+		for name, tp := range partitions {
+			if !yield(name, tp.Partition) {
+				return
+			}
+		}
+	}
+}

@@ -59,7 +59,9 @@ func storedStreamsGroup(r streams.Record) *offsets.StreamsGroup {
 			MemberID: m.MemberID, InstanceID: m.InstanceID, RackID: m.RackID, ClientID: m.ClientID, ClientHost: m.ClientHost,
 			ProcessID: m.ProcessID, TopologyEpoch: m.TopologyEpoch, RebalanceTimeoutMs: -1,
 			MemberEpoch: m.Epoch, PreviousMemberEpoch: m.PreviousEpoch, State: int8(m.State),
-			Assigned: storedTasks(m.Assigned), PendingRevocation: storedTasks(m.PendingRevocation), Target: storedTasks(m.Target),
+			Assigned:          storedTasks(m.Assigned, m.AssignmentEpochs),
+			PendingRevocation: storedTasks(m.PendingRevocation, m.AssignmentEpochs),
+			Target:            storedTasks(m.Target, nil),
 		}
 		if m.RebalanceTimeout > 0 {
 			sm.RebalanceTimeoutMs = clampMillis(m.RebalanceTimeout)
@@ -87,17 +89,34 @@ func storedTopicInfos(ts []streams.TopicInfo) []offsets.StreamsTopicInfo {
 	return out
 }
 
-func storedTaskSet(s streams.TaskSet) []offsets.TaskIDs {
+// storedTaskSet is a task set as the records hold it, with the tasks'
+// assignment epochs where epochs has them all.
+func storedTaskSet(s streams.TaskSet, epochs streams.TaskEpochs) []offsets.TaskIDs {
 	l := s.List()
 	out := make([]offsets.TaskIDs, len(l))
 	for i, t := range l {
 		out[i] = offsets.TaskIDs{Subtopology: t.Subtopology, Partitions: t.Partitions}
+		if epochs == nil {
+			continue
+		}
+		es := make([]int32, 0, len(t.Partitions))
+		for _, p := range t.Partitions {
+			e, ok := epochs[streams.Task{Subtopology: t.Subtopology, Partition: p}]
+			if !ok {
+				es = nil
+				break
+			}
+			es = append(es, e)
+		}
+		out[i].AssignmentEpochs = es
 	}
 	return out
 }
 
-func storedTasks(t streams.Tasks) offsets.StreamsTasks {
-	return offsets.StreamsTasks{Active: storedTaskSet(t.Active), Standby: storedTaskSet(t.Standby), Warmup: storedTaskSet(t.Warmup)}
+// storedTasks are a member's tasks as the records hold them; only active
+// tasks carry assignment epochs (KIP-1251), from epochs.
+func storedTasks(t streams.Tasks, epochs streams.TaskEpochs) offsets.StreamsTasks {
+	return offsets.StreamsTasks{Active: storedTaskSet(t.Active, epochs), Standby: storedTaskSet(t.Standby, nil), Warmup: storedTaskSet(t.Warmup, nil)}
 }
 
 // restoredStreamsGroup is the streams group stored records describe.
@@ -125,7 +144,9 @@ func restoredStreamsGroup(sg *offsets.StreamsGroup) streams.Record {
 			MemberID: m.MemberID, InstanceID: m.InstanceID, RackID: m.RackID, ClientID: m.ClientID, ClientHost: m.ClientHost,
 			ProcessID: m.ProcessID, TopologyEpoch: m.TopologyEpoch,
 			Epoch: m.MemberEpoch, PreviousEpoch: m.PreviousMemberEpoch, State: streams.MemberState(m.State),
-			Assigned: loadedTasks(m.Assigned), PendingRevocation: loadedTasks(m.PendingRevocation), Target: loadedTasks(m.Target),
+			Assigned: loadedTasks(m.Assigned), PendingRevocation: loadedTasks(m.PendingRevocation),
+			AssignmentEpochs: loadedTaskEpochs(m.Assigned.Active, m.PendingRevocation.Active),
+			Target:           loadedTasks(m.Target),
 		}
 		if m.RebalanceTimeoutMs > 0 {
 			mr.RebalanceTimeout = time.Duration(m.RebalanceTimeoutMs) * time.Millisecond
@@ -163,4 +184,24 @@ func loadedTaskSet(ts []offsets.TaskIDs) streams.TaskSet {
 
 func loadedTasks(t offsets.StreamsTasks) streams.Tasks {
 	return streams.Tasks{Active: loadedTaskSet(t.Active), Standby: loadedTaskSet(t.Standby), Warmup: loadedTaskSet(t.Warmup)}
+}
+
+// loadedTaskEpochs are the assignment epochs stored with a member's
+// active tasks; nil when none are (records from before KIP-1251).
+func loadedTaskEpochs(sets ...[]offsets.TaskIDs) streams.TaskEpochs {
+	var out streams.TaskEpochs
+	for _, ts := range sets {
+		for _, t := range ts {
+			if len(t.AssignmentEpochs) != len(t.Partitions) {
+				continue // the decoder drops such epochs; a member epoch stands in
+			}
+			for i, e := range t.AssignmentEpochs {
+				if out == nil {
+					out = streams.TaskEpochs{}
+				}
+				out[streams.Task{Subtopology: t.Subtopology, Partition: t.Partitions[i]}] = e
+			}
+		}
+	}
+	return out
 }

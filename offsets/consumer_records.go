@@ -116,24 +116,31 @@ func appendTopicPartitions(dst []byte, tps []TopicPartitions) []byte {
 		for _, p := range tp.Partitions {
 			dst = kbin.AppendInt32(dst, p)
 		}
-		if len(tp.AssignmentEpochs) == 0 || len(tp.AssignmentEpochs) != len(tp.Partitions) {
-			dst = kbin.AppendUvarint(dst, 0) // no tagged fields
-			continue
-		}
-		dst = kbin.AppendUvarint(dst, 1)
-		dst = kbin.AppendUvarint(dst, assignmentEpochsTag)
-		epochs := kbin.AppendCompactArrayLen(nil, len(tp.AssignmentEpochs))
-		for _, e := range tp.AssignmentEpochs {
-			epochs = kbin.AppendInt32(epochs, e)
-		}
-		dst = kbin.AppendUvarint(dst, uint32(len(epochs)))
-		dst = append(dst, epochs...)
+		dst = appendAssignmentEpochs(dst, tp.AssignmentEpochs, len(tp.Partitions))
 	}
 	return dst
 }
 
-// assignmentEpochsTag is the tag of TopicPartitions.AssignmentEpochs.
+// assignmentEpochsTag is the tag of the assignment_epochs field of
+// TopicPartitions (consumer groups) and TaskIds (streams groups).
 const assignmentEpochsTag = 0
+
+// appendAssignmentEpochs appends the tagged fields of a TopicPartitions
+// or TaskIds with n partitions: assignment_epochs when there is one epoch
+// per partition, else none.
+func appendAssignmentEpochs(dst []byte, epochs []int32, n int) []byte {
+	if len(epochs) == 0 || len(epochs) != n {
+		return kbin.AppendUvarint(dst, 0) // no tagged fields
+	}
+	dst = kbin.AppendUvarint(dst, 1)
+	dst = kbin.AppendUvarint(dst, assignmentEpochsTag)
+	field := kbin.AppendCompactArrayLen(nil, len(epochs))
+	for _, e := range epochs {
+		field = kbin.AppendInt32(field, e)
+	}
+	dst = kbin.AppendUvarint(dst, uint32(len(field)))
+	return append(dst, field...)
+}
 
 // consumerGroupRecords lists every record of cg: encoded key → value.
 func consumerGroupRecords(cg *ConsumerGroup) map[string][]byte {
@@ -228,16 +235,24 @@ func (r *cgReader) topicPartitions() []TopicPartitions {
 		for range np {
 			tp.Partitions = append(tp.Partitions, r.Int32())
 		}
-		for nt := r.Uvarint(); nt > 0 && r.Ok(); nt-- {
-			tag, field := r.Uvarint(), r.Span(int(r.Uvarint()))
-			if tag == assignmentEpochsTag {
-				tp.AssignmentEpochs = decodeAssignmentEpochs(field, len(tp.Partitions))
-			}
-		}
+		tp.AssignmentEpochs = r.assignmentEpochs(len(tp.Partitions))
 		if !r.Ok() {
 			return nil
 		}
 		out = append(out, tp)
+	}
+	return out
+}
+
+// assignmentEpochs reads the tagged fields of a TopicPartitions or
+// TaskIds with n partitions and returns its assignment_epochs, if any.
+func (r *cgReader) assignmentEpochs(n int) []int32 {
+	var out []int32
+	for nt := r.Uvarint(); nt > 0 && r.Ok(); nt-- {
+		tag, field := r.Uvarint(), r.Span(int(r.Uvarint()))
+		if tag == assignmentEpochsTag {
+			out = decodeAssignmentEpochs(field, n)
+		}
 	}
 	return out
 }

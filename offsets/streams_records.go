@@ -22,6 +22,7 @@ import (
 //	20  StreamsGroupTargetAssignmentMetadata  target assignment epoch
 //	21  StreamsGroupTargetAssignmentMember    a member's target tasks
 //	22  StreamsGroupCurrentMemberAssignment   a member's epochs, state, tasks
+//	    (with Kafka 4.4's assignment epochs of its active tasks, KIP-1251)
 //	23  StreamsGroupTopology               the group's topology
 //
 // (18, StreamsGroupPartitionMetadata, is gone from Kafka 4.1: the topics'
@@ -113,6 +114,12 @@ type StreamsEndpoint struct {
 type TaskIDs struct {
 	Subtopology string
 	Partitions  []int32
+	// AssignmentEpochs are, for a member's current active tasks, the
+	// member epochs at which it was given each task (KIP-1251; Kafka
+	// 4.4's tagged field 0 of TaskIds, assignment_epochs): as many as
+	// Partitions, or none (a record from before KIP-1251, or standby,
+	// warm-up and target tasks, which have none).
+	AssignmentEpochs []int32
 }
 
 // StreamsTasks are tasks by role.
@@ -182,7 +189,7 @@ func appendTaskIDs(dst []byte, ts []TaskIDs) []byte {
 		for _, p := range t.Partitions {
 			dst = kbin.AppendInt32(dst, p)
 		}
-		dst = kbin.AppendUvarint(dst, 0)
+		dst = appendAssignmentEpochs(dst, t.AssignmentEpochs, len(t.Partitions))
 	}
 	return dst
 }
@@ -325,7 +332,7 @@ func (r *cgReader) taskIDs() []TaskIDs {
 		for range np {
 			t.Partitions = append(t.Partitions, r.Int32())
 		}
-		r.tags()
+		t.AssignmentEpochs = r.assignmentEpochs(len(t.Partitions))
 		if !r.Ok() {
 			return nil
 		}

@@ -23,13 +23,14 @@ func seedStreamsGroup() *StreamsGroup {
 			{MemberID: "m1", InstanceID: "i1", RackID: "r1", ClientID: "c1", ClientHost: "/10.0.0.1", ProcessID: "p1",
 				RebalanceTimeoutMs: 30000, TopologyEpoch: 2, UserEndpoint: &StreamsEndpoint{Host: "h1", Port: 8080},
 				ClientTags: []KeyValue{{"zone", "a"}}, MemberEpoch: 6, PreviousMemberEpoch: 5,
-				Assigned: StreamsTasks{Active: []TaskIDs{{"0", []int32{0, 1}}}, Standby: []TaskIDs{{"1", []int32{2}}}},
-				Target:   StreamsTasks{Active: []TaskIDs{{"0", []int32{0, 1}}}, Standby: []TaskIDs{{"1", []int32{2}}}}},
+				Assigned: StreamsTasks{Active: []TaskIDs{{"0", []int32{0, 1}, []int32{4, 6}}}, Standby: []TaskIDs{{"1", []int32{2}, nil}}},
+				Target:   StreamsTasks{Active: []TaskIDs{{"0", []int32{0, 1}, nil}}, Standby: []TaskIDs{{"1", []int32{2}, nil}}}},
 			{MemberID: "m2", ClientID: "c2", ClientHost: "/10.0.0.2", ProcessID: "p2", RebalanceTimeoutMs: -1, TopologyEpoch: 1,
 				MemberEpoch: 5, PreviousMemberEpoch: 4, State: 1,
-				Assigned:          StreamsTasks{Active: []TaskIDs{{"1", []int32{0}}}},
-				PendingRevocation: StreamsTasks{Active: []TaskIDs{{"1", []int32{1}}}, Warmup: []TaskIDs{{"0", []int32{3}}}},
-				Target:            StreamsTasks{Active: []TaskIDs{{"1", []int32{0, 2, 3}}}}},
+				// Tasks without epochs: a record from before KIP-1251.
+				Assigned:          StreamsTasks{Active: []TaskIDs{{"1", []int32{0}, nil}}},
+				PendingRevocation: StreamsTasks{Active: []TaskIDs{{"1", []int32{1}, []int32{3}}}, Warmup: []TaskIDs{{"0", []int32{3}, nil}}},
+				Target:            StreamsTasks{Active: []TaskIDs{{"1", []int32{0, 2, 3}, nil}}}},
 		},
 	}
 }
@@ -64,6 +65,13 @@ func TestStreamsGroupRecordsRoundTrip(t *testing.T) {
 	if m := got.Members[0]; m.UserEndpoint == nil || *m.UserEndpoint != *want.Members[0].UserEndpoint || m.ProcessID != "p1" ||
 		!reflect.DeepEqual(m.Assigned.Standby, want.Members[0].Assigned.Standby) {
 		t.Fatalf("member m1 decoded as %+v", m)
+	}
+	// Assignment epochs come back where they were stored, and only there.
+	if m := got.Members[0]; !reflect.DeepEqual(m.Assigned.Active[0].AssignmentEpochs, []int32{4, 6}) || m.Target.Active[0].AssignmentEpochs != nil {
+		t.Fatalf("member m1's epochs decoded as %+v, target %+v", m.Assigned.Active, m.Target.Active)
+	}
+	if m := got.Members[1]; m.Assigned.Active[0].AssignmentEpochs != nil || !reflect.DeepEqual(m.PendingRevocation.Active[0].AssignmentEpochs, []int32{3}) {
+		t.Fatalf("member m2's epochs decoded as %+v, pending %+v", m.Assigned.Active, m.PendingRevocation.Active)
 	}
 	if got.Topology.Subtopologies[1].StateChangelogTopics[0].Configs[0].Value != "compact" {
 		t.Fatalf("topology decoded as %+v", got.Topology)

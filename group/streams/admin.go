@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"iter"
 	"maps"
 	"slices"
 
@@ -57,12 +58,26 @@ func (c *Coordinator) Delete(id string) (found bool, err error) {
 
 // ValidateCommit checks an OffsetCommit (or, with transactional, a
 // TxnOffsetCommit) against a streams group (StreamsGroup
-// .validateOffsetCommit): found is false when no streams group holds the
-// id. A commit without member epoch on a group without members (the admin
-// client) passes; otherwise the member must exist (UNKNOWN_MEMBER_ID),
-// use OffsetCommit v9+ outside transactions, and commit at its epoch
-// (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION in a transaction).
-func (c *Coordinator) ValidateCommit(groupID, memberID string, epoch int32, transactional bool, version int16) (found bool, err error) {
+// .validateOffsetCommit, with KIP-1251's assignment epochs): found is
+// false when no streams group holds the id. A commit without member epoch
+// on a group without members (the admin client) passes, as does a
+// transactional one without member data (producers before KIP-447);
+// otherwise the member must exist (UNKNOWN_MEMBER_ID) and use OffsetCommit
+// v9+ outside transactions (UNSUPPORTED_VERSION). Its current epoch may
+// commit anything; a newer one is STALE_MEMBER_EPOCH; an older one may
+// commit only partitions of the tasks the member has held active
+// (assigned or pending revocation) since that epoch or before, else
+// STALE_MEMBER_EPOCH for the whole request. So a member whose commit
+// crossed the heartbeat that moved it on keeps it, and a zombie's commit
+// of a task that moved away still fails. A task is found from the
+// committed topic, a source or repartition source topic of its
+// subtopology, and the partition. TxnOffsetCommit answers
+// ILLEGAL_GENERATION in place of STALE_MEMBER_EPOCH.
+//
+// partitions yields the request's partitions of existing topics, by
+// topic name and partition; it runs, under the coordinator's lock, only
+// for an older epoch. nil stands for none.
+func (c *Coordinator) ValidateCommit(groupID, memberID string, epoch int32, transactional bool, version int16, partitions iter.Seq2[string, int32]) (found bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.groups[groupID]
@@ -82,13 +97,41 @@ func (c *Coordinator) ValidateCommit(groupID, memberID string, epoch int32, tran
 	if !transactional && version < 9 {
 		return true, grouperr.Errorf(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the streams group protocol")
 	}
-	if epoch != m.epoch {
-		if transactional {
-			return true, kerr.IllegalGeneration
-		}
-		return true, grouperr.Errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.epoch)
+	err = g.validateCommitEpoch(m, epoch, partitions)
+	if err != nil && transactional {
+		return true, kerr.IllegalGeneration
 	}
-	return true, nil
+	return true, err
+}
+
+// validateCommitEpoch is the epoch check of ValidateCommit
+// (createAssignmentEpochValidator for an older epoch).
+func (g *group) validateCommitEpoch(m *member, epoch int32, partitions iter.Seq2[string, int32]) error {
+	switch {
+	case epoch == m.epoch:
+		return nil
+	case epoch > m.epoch:
+		return grouperr.Errorf(kerr.StaleMemberEpoch, "Received member epoch %d is newer than current member epoch %d.", epoch, m.epoch)
+	case g.topology == nil:
+		return grouperr.Errorf(kerr.StaleMemberEpoch, "Topology is not available for offset commit validation.")
+	case partitions == nil:
+		return nil
+	}
+	subtopologies := g.topology.sourceTopics()
+	for topic, p := range partitions {
+		s, ok := subtopologies[topic]
+		if !ok {
+			return grouperr.Errorf(kerr.StaleMemberEpoch, "Topic %s is not in the topology.", topic)
+		}
+		since, held := m.activeSince[Task{s, p}]
+		if !held {
+			return grouperr.Errorf(kerr.StaleMemberEpoch, "Task %s-%d is not assigned or pending revocation for member.", s, p)
+		}
+		if epoch < since {
+			return grouperr.Errorf(kerr.StaleMemberEpoch, "Received member epoch %d is older than assignment epoch %d for task %s-%d.", epoch, since, s, p)
+		}
+	}
+	return nil
 }
 
 // ValidateFetch checks an OffsetFetch v9+ naming a member
@@ -187,13 +230,8 @@ func (c *Coordinator) SubscribedTopics(groupID string) (topics map[string]bool, 
 	if len(g.members) == 0 || g.topology == nil {
 		return topics, true
 	}
-	for _, s := range g.topology.Subtopologies {
-		for _, t := range s.SourceTopics {
-			topics[t] = true
-		}
-		for _, r := range s.RepartitionSourceTopics {
-			topics[r.Name] = true
-		}
+	for t := range g.topology.sourceTopics() {
+		topics[t] = true
 	}
 	return topics, true
 }

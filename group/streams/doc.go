@@ -54,6 +54,16 @@
 // members get the ASSIGNMENT_DELAYED status; when the delay ends the
 // group epoch moves, and the next heartbeat assigns.
 //
+// # Offset commits
+//
+// OffsetCommit and TxnOffsetCommit of a member are checked as Kafka 4.4
+// checks them (StreamsGroup.validateOffsetCommit, ValidateCommit): at the
+// member's epoch, or at an older one for the partitions of the active
+// tasks it has held since (KIP-1251's assignment epochs). Each member
+// keeps the epoch at which it got each active task: nextAssignment keeps
+// it for tasks kept or being revoked and gives new ones the target epoch,
+// and the records store it, so a restart keeps it too.
+//
 // # Group states
 //
 // Empty without members; NotReady while the topology cannot run (missing

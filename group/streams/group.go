@@ -70,8 +70,15 @@ type member struct {
 	// assigned are the tasks the member was given; pendingRevocation
 	// those it must give up before it gets more.
 	assigned, pendingRevocation Tasks
-	session, rebalance          *time.Timer
-	sessionSeq, rebalanceSeq    uint64
+	// activeSince holds, for each of the member's active tasks (assigned
+	// or pending revocation) and for no other task, the member epoch at
+	// which it was given the task: KIP-1251's assignment epochs
+	// (TasksTupleWithEpochs). A commit with an older member epoch than
+	// the member's passes for the tasks held since (ValidateCommit).
+	// Standby and warm-up tasks commit nothing and carry no epoch.
+	activeSince              TaskEpochs
+	session, rebalance       *time.Timer
+	sessionSeq, rebalanceSeq uint64
 }
 
 // group is one streams group; Coordinator.mu guards it.
@@ -217,6 +224,7 @@ func (g *group) nextAssignment(m *member, epoch int32, target Tasks, owned *Task
 	diff(m.assigned.Standby, target.Standby, kept.Standby, revoke.Standby, add.Standby, onProcess)
 	diff(m.assigned.Warmup, target.Warmup, kept.Warmup, revoke.Warmup, add.Warmup, onProcess)
 
+	prevActive, prevSince := m.assigned.Active, m.activeSince
 	setEpoch := func(e int32) {
 		if e != m.epoch {
 			m.prevEpoch = m.epoch
@@ -255,6 +263,26 @@ func (g *group) nextAssignment(m *member, epoch int32, target Tasks, owned *Task
 		m.assigned = kept
 		m.pendingRevocation = emptyTasks()
 	}
+	m.activeSince = nextEpochs(prevActive, prevSince, g.targetEpoch, m.assigned.Active, m.pendingRevocation.Active)
+}
+
+// nextEpochs are the assignment epochs of a member's next active tasks,
+// held (assigned and pending revocation), as computeNextAssignment gives
+// them: a task the member had assigned (prev, with the epochs since) keeps
+// its epoch, whether kept or now being revoked; any other one, new or
+// taken back from those it was revoking, is given at the target epoch.
+func nextEpochs(prev TaskSet, since TaskEpochs, targetEpoch int32, held ...TaskSet) TaskEpochs {
+	out := make(TaskEpochs)
+	for _, ts := range held {
+		for t := range ts {
+			e, ok := since[t]
+			if !ok || !prev.has(t) {
+				e = targetEpoch
+			}
+			out[t] = e
+		}
+	}
+	return out
 }
 
 // computeTarget computes a new target assignment at the group epoch

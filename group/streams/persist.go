@@ -59,7 +59,11 @@ type MemberRecord struct {
 	Epoch, PreviousEpoch        int32
 	State                       MemberState
 	Assigned, PendingRevocation Tasks
-	Target                      Tasks
+	// AssignmentEpochs are the epochs at which the member was given the
+	// active tasks of Assigned and PendingRevocation (KIP-1251); a task
+	// without one (records from before it) counts as given at Epoch.
+	AssignmentEpochs TaskEpochs
+	Target           Tasks
 }
 
 // Record returns the group's state as its records hold it; found is false
@@ -85,7 +89,8 @@ func (c *Coordinator) Record(groupID string) (r Record, found bool, err error) {
 			RebalanceTimeout: m.rebalanceTimeout,
 			Epoch:            m.epoch, PreviousEpoch: m.prevEpoch, State: m.state,
 			Assigned: m.assigned.clone(), PendingRevocation: m.pendingRevocation.clone(),
-			Target: emptyTasks(),
+			AssignmentEpochs: maps.Clone(m.activeSince),
+			Target:           emptyTasks(),
 		}
 		if m.userEndpoint != nil {
 			e := *m.userEndpoint
@@ -137,6 +142,20 @@ func (c *Coordinator) Restore(r Record, md Metadata) {
 			rebalanceTimeout: mr.RebalanceTimeout,
 			epoch:            mr.Epoch, prevEpoch: mr.PreviousEpoch, state: mr.State,
 			assigned: orEmpty(mr.Assigned), pendingRevocation: orEmpty(mr.PendingRevocation),
+		}
+		// Every active task gets its epoch, the member epoch where the
+		// records have none (TasksTupleWithEpochs
+		// .fromCurrentAssignmentRecord): then only the current epoch
+		// commits them, the rule before KIP-1251.
+		m.activeSince = make(TaskEpochs)
+		for _, ts := range []TaskSet{m.assigned.Active, m.pendingRevocation.Active} {
+			for t := range ts {
+				e, ok := mr.AssignmentEpochs[t]
+				if !ok {
+					e = mr.Epoch
+				}
+				m.activeSince[t] = e
+			}
 		}
 		if mr.UserEndpoint != nil {
 			e := *mr.UserEndpoint

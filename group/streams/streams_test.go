@@ -352,7 +352,7 @@ func TestStaticMemberRejoinsWithoutRebalance(t *testing.T) {
 
 func TestValidateCommit(t *testing.T) {
 	harness(t, testConfig(), func(t *testing.T, c *Coordinator, topics *fakeTopics) {
-		if found, _ := c.ValidateCommit("app", "a", 1, false, 9); found {
+		if found, _ := c.ValidateCommit("app", "a", 1, false, 9, nil); found {
 			t.Fatal("no group yet, found")
 		}
 		a := newMember(t, c, topics, "a", "p1")
@@ -370,7 +370,7 @@ func TestValidateCommit(t *testing.T) {
 			{"a", a.epoch, false, 8, kerr.UnsupportedVersion},
 			{"x", a.epoch, false, 9, kerr.UnknownMemberID},
 		} {
-			found, err := c.ValidateCommit("app", tc.member, tc.epoch, tc.transactional, tc.version)
+			found, err := c.ValidateCommit("app", tc.member, tc.epoch, tc.transactional, tc.version, nil)
 			if !found || !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
 				t.Errorf("commit %+v: %v %v", tc, found, err)
 			}

@@ -83,6 +83,11 @@ func (s TaskSet) equal(o TaskSet) bool {
 	return true
 }
 
+// TaskEpochs are, for each active task a member holds (assigned or
+// pending revocation), the member epoch at which it was given the task
+// (KIP-1251's assignment epochs).
+type TaskEpochs map[Task]int32
+
 // Tasks are a member's tasks by role (Kafka's TasksTuple).
 type Tasks struct {
 	Active, Standby, Warmup TaskSet

@@ -146,6 +146,27 @@ func (t *Topology) equal(o *Topology) bool {
 	return fmt.Sprint(*t) == fmt.Sprint(*o)
 }
 
+// sourceTopics maps every topic the topology reads (source and
+// repartition source topics) to the id of the subtopology that reads it
+// (StreamsTopology.sourceTopicMap). Kafka Streams gives a topic one
+// reader; should a topology name one twice, the first subtopology has it.
+func (t *Topology) sourceTopics() map[string]string {
+	out := make(map[string]string)
+	for _, s := range t.Subtopologies {
+		for _, name := range s.SourceTopics {
+			if _, ok := out[name]; !ok {
+				out[name] = s.ID
+			}
+		}
+		for _, r := range s.RepartitionSourceTopics {
+			if _, ok := out[r.Name]; !ok {
+				out[r.Name] = s.ID
+			}
+		}
+	}
+	return out
+}
+
 // configured is a topology checked against the topics that exist
 // (Kafka's ConfiguredTopology): the number of tasks of each subtopology,
 // the internal topics still to create, or why it cannot run.
