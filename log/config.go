@@ -46,7 +46,7 @@ type Config struct {
 	TruncateCorrupt bool
 	// AllocateAhead is the least the log keeps allocated on disk ahead of
 	// its write position; under load the lead grows to AllocateHorizon of
-	// writes, up to one file, and a file the lead reaches into is
+	// writes, up to two files, and a file the lead reaches into is
 	// allocated whole before it is written to (grow.go). Default 4 MiB,
 	// at most FileSize.
 	AllocateAhead int64

@@ -24,9 +24,10 @@ import (
 // next whole file for the same reason). The lead follows the write rate:
 // it is what the log wrote in the last Config.AllocateHorizon at the rate
 // measured between two extensions, at least Config.AllocateAhead and at most
-// one file. An idle broker therefore holds a few MiB of allocated log, a
-// busy one up to a file ahead, and the next file is created only when the
-// lead reaches past the end of the current one. It is then allocated whole
+// two files (maxLeadFiles). An idle broker therefore holds a few MiB of
+// allocated log, a busy one up to two files ahead, and a next file is
+// created only when the lead reaches past the end of the one before. It is
+// then allocated whole
 // (not only the part of the lead that falls into it), so that a file is
 // never extended while the appender writes into it: both take the file's
 // inode lock (growAhead). Only the first file of a run (new, or the last
@@ -132,16 +133,24 @@ type leadState struct {
 	pos int64     // global write position then
 }
 
+// maxLeadFiles caps the lead, in files. One file ahead was not enough: at
+// 2.4 GB/s a 128 MiB file lasts 53 ms, and the build of the next one took
+// up to 61 ms when ext4 had to read a block bitmap from a disk busy with
+// writeback, so the roll (and every produce behind it) waited for it
+// (docs/BENCHMARKS.md, "Rolls that waited for the next file", session
+// 18). Two files ahead give a build a whole file's time more.
+const maxLeadFiles = 2
+
 // adapt sets the lead from the rate written since the last call: the bytes
 // the log writes in cfg.AllocateHorizon at that rate, rounded up to a MiB,
-// between cfg.AllocateAhead and one file.
+// between cfg.AllocateAhead and maxLeadFiles files.
 func (s *AllocateMappedFileService) adapt(now time.Time, pos int64) int64 {
 	lead := s.lead.Load()
 	if st := &s.rate; !st.at.IsZero() {
 		dt, wrote := now.Sub(st.at), pos-st.pos
 		if dt > 0 && wrote >= 0 {
 			want := int64(float64(wrote) * float64(s.cfg.AllocateHorizon) / float64(dt))
-			lead = min(max(alignUp(want, 1<<20), s.cfg.AllocateAhead), s.size)
+			lead = min(max(alignUp(want, 1<<20), s.cfg.AllocateAhead), maxLeadFiles*s.size)
 			s.lead.Store(lead)
 		}
 	}
@@ -187,7 +196,7 @@ func (s *AllocateMappedFileService) growAhead() {
 	// pages it allocates them itself and reports a full disk to its
 	// caller.
 	_ = s.growFile(last, end)
-	if next := last.from + s.size; target > next {
+	for next := last.from + s.size; target > next; next += s.size {
 		// The next file gets all its blocks now, before it becomes the
 		// file being appended to, not the part of the lead that falls
 		// into it. fallocate holds the file's inode lock, which every

@@ -247,6 +247,64 @@ func TestWrittenBytesAreAllocated(t *testing.T) {
 
 // The lead follows the write rate: an idle log keeps AllocateAhead, a log
 // written at a high rate a horizon of writes, at most one file.
+// A log written faster than a file a second prepares the two next files,
+// so that a build slowed by the disk (a block bitmap read) has a whole
+// file's time more before the roll needs it; a lead of less than a file
+// prepares only the next one.
+func TestBusyLogPreparesTwoFilesAhead(t *testing.T) {
+	const size = 4 << 20
+	dir := t.TempDir()
+	cfg := DefaultConfig(dir)
+	cfg.FileSize = size
+	cfg.AllocateAhead = 64 << 10
+	cfg.AllocateHorizon = time.Second
+	cfg.withDefaults()
+	q := newMappedFileQueue(dir, size)
+	t.Cleanup(q.close)
+	m, err := createMappedFile(dir, 0, size, size, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.add(m); err != nil {
+		t.Fatal(err)
+	}
+	s := &AllocateMappedFileService{dir: dir, size: size, cfg: &cfg, queue: q, done: make(chan struct{})}
+	s.lead.Store(cfg.AllocateAhead)
+	s.mu.pending = make(map[int64]*allocRequest)
+	queued := func() []int64 {
+		var out []int64
+		for _, r := range s.mu.queue {
+			out = append(out, r.from)
+		}
+		return out
+	}
+	s.growAhead()
+	// 1 MiB in the last second: a lead of 1 MiB, inside the file.
+	s.rate.at = s.rate.at.Add(-time.Second)
+	m.setPositions(1 << 20)
+	s.growAhead()
+	if got := queued(); len(got) != 0 {
+		t.Fatalf("a lead inside the file queued files %v", got)
+	}
+	// 20 MiB in the last second (written, as far as the rate goes): a
+	// lead of two files from 2 MiB in, the next two files.
+	s.rate.at = s.rate.at.Add(-time.Second)
+	s.rate.pos -= 19 << 20
+	m.setPositions(2 << 20)
+	s.growAhead()
+	if lead := s.lead.Load(); lead != 2*size {
+		t.Fatalf("lead %d after 20 MiB in a second, want two files (%d)", lead, 2*size)
+	}
+	if got := queued(); len(got) != 2 || got[0] != size || got[1] != 2*size {
+		t.Fatalf("queued files %v, want the two next ones at %d and %d", got, size, 2*size)
+	}
+	for _, r := range s.mu.queue {
+		if r.initial != size {
+			t.Fatalf("file at %d queued with %d bytes to allocate, want all %d", r.from, r.initial, size)
+		}
+	}
+}
+
 func TestLeadFollowsRate(t *testing.T) {
 	cfg := DefaultConfig(t.TempDir())
 	cfg.FileSize = 128 << 20
@@ -263,7 +321,7 @@ func TestLeadFollowsRate(t *testing.T) {
 		{"first call only records", 0, 0, cfg.AllocateAhead},
 		{"idle", time.Minute, 4096, cfg.AllocateAhead},
 		{"50 MB/s", time.Second, 50 << 20, 50 << 20},
-		{"10 MB in 10 ms: capped at a file", 10 * time.Millisecond, 10 << 20, cfg.FileSize},
+		{"10 MB in 10 ms: capped at two files", 10 * time.Millisecond, 10 << 20, maxLeadFiles * cfg.FileSize},
 		{"back to idle", time.Hour, 1 << 20, cfg.AllocateAhead},
 	}
 	now, pos := t0, int64(0)

@@ -190,7 +190,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.profile, "profile", "", "write CPU, allocation and heap profiles of the broker for each case into `directory`")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every sample to `file` as JSON")
 	fs.StringVar(&o.latencyLog, "latency-log", "", "write every produce ack and end-to-end latency of each case, in the order measured, into `directory`\n"+
-		"(one CSV file per case, broker and round: unix_ns,latency_ns), to see when slow ones happen")
+		"(one CSV file per case, broker and round; produce, raw produce and end to end: unix_ns,latency_ns), to see when slow ones happen")
 	fs.IntVar(&o.raw.conns, "raw-conns", 4, "raw workload: `connections` producing at once")
 	fs.IntVar(&o.raw.inflight, "raw-inflight", 4, "raw workload: outstanding `requests` per connection")
 	fs.IntVar(&o.raw.requestKB, "raw-request-kb", 1024, "raw workload: `KiB` of record values per request")

@@ -84,7 +84,7 @@ const rawProduceVersion = 11
 
 // runRawProduce produces volume bytes of record values to a new topic
 // with prebuilt requests and reports what runProduce reports.
-func runRawProduce(ctx context.Context, bp *brokerProc, c rawCase, topic string, volume int64, o rawOptions) (metrics, error) {
+func runRawProduce(ctx context.Context, bp *brokerProc, c rawCase, topic string, volume int64, o rawOptions, lw *latencyFile) (metrics, error) {
 	if err := createTopic(ctx, bp.addr, topic, c.partitions); err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func runRawProduce(ctx context.Context, bp *brokerProc, c rawCase, topic string,
 		}
 		recordsPerReq += float64(sum) / float64(len(recs)) / float64(conns)
 	}
-	rtt := &latencies{}
+	rtt := &latencies{log: lw.writer()}
 	// Bytes of values per request; runRawConns counts requests over all
 	// connections, so volume/perReq of them carry volume bytes.
 	perReq := max(int64(recordsPerReq*float64(c.size)), 1)
@@ -422,7 +422,12 @@ func (b *bench) rawCases(ctx context.Context, order []*brokerProc, tag string, r
 		}
 		for _, bp := range order {
 			m, err := b.measure(bp, "raw", rc.name(), round, func() (metrics, error) {
-				return runRawProduce(ctx, bp, rc, rc.topic(tag), b.o.produceMB*1e6, b.o.raw)
+				lw, err := b.latencyLogFile(bp, "raw", rc.name(), round)
+				if err != nil {
+					return nil, err
+				}
+				defer lw.Close()
+				return runRawProduce(ctx, bp, rc, rc.topic(tag), b.o.produceMB*1e6, b.o.raw, lw)
 			})
 			if err != nil {
 				return err
