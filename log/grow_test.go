@@ -99,11 +99,12 @@ func TestFilesInUseAreAllocatedWhole(t *testing.T) {
 	})
 }
 
-// The first file of a run is extended by the lead while the log is idle,
-// and once it is busy the rest of it is allocated at once, so that the
-// appender does not meet the allocator's fallocate every half lead.
-func TestBusyLogAllocatesTheFirstFileWhole(t *testing.T) {
-	const size = 4 << 20
+// workerWithoutGoroutine is an allocator's state without its goroutine,
+// so that a test runs growAhead itself: files of size bytes with a lead
+// of 64 KiB while idle and a horizon of 1 s, and a first file in use with
+// allocated bytes allocated.
+func workerWithoutGoroutine(t *testing.T, size, allocated int64) (*AllocateMappedFileService, *MappedFile) {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := DefaultConfig(dir)
 	cfg.FileSize = size
@@ -112,14 +113,13 @@ func TestBusyLogAllocatesTheFirstFileWhole(t *testing.T) {
 	cfg.withDefaults()
 	q := newMappedFileQueue(dir, size)
 	t.Cleanup(q.close)
-	m, err := createMappedFile(dir, 0, size, pageSize, false, nil)
+	m, err := createMappedFile(dir, 0, size, allocated, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := q.add(m); err != nil {
 		t.Fatal(err)
 	}
-	// The worker's state without its goroutine: growAhead runs here.
 	s := &AllocateMappedFileService{dir: dir, size: size, cfg: &cfg, queue: q, done: make(chan struct{})}
 	s.lead.Store(cfg.AllocateAhead)
 	s.mu.pending = make(map[int64]*allocRequest)
@@ -130,7 +130,16 @@ func TestBusyLogAllocatesTheFirstFileWhole(t *testing.T) {
 			}
 		}
 	})
+	return s, m
+}
 
+// The first file of a run is extended by the lead while the log is idle,
+// and once it is busy the rest of it is allocated at once, so that the
+// appender does not meet the allocator's fallocate every half lead.
+func TestBusyLogAllocatesTheFirstFileWhole(t *testing.T) {
+	const size = 4 << 20
+	s, m := workerWithoutGoroutine(t, size, pageSize)
+	cfg := s.cfg
 	s.growAhead() // the first call only records the position: idle
 	if got, want := m.Allocated(), cfg.AllocateAhead; got != want {
 		t.Fatalf("idle: %d bytes allocated, want the lead's %d", got, want)
@@ -253,24 +262,7 @@ func TestWrittenBytesAreAllocated(t *testing.T) {
 // prepares only the next one.
 func TestBusyLogPreparesTwoFilesAhead(t *testing.T) {
 	const size = 4 << 20
-	dir := t.TempDir()
-	cfg := DefaultConfig(dir)
-	cfg.FileSize = size
-	cfg.AllocateAhead = 64 << 10
-	cfg.AllocateHorizon = time.Second
-	cfg.withDefaults()
-	q := newMappedFileQueue(dir, size)
-	t.Cleanup(q.close)
-	m, err := createMappedFile(dir, 0, size, size, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.add(m); err != nil {
-		t.Fatal(err)
-	}
-	s := &AllocateMappedFileService{dir: dir, size: size, cfg: &cfg, queue: q, done: make(chan struct{})}
-	s.lead.Store(cfg.AllocateAhead)
-	s.mu.pending = make(map[int64]*allocRequest)
+	s, m := workerWithoutGoroutine(t, size, size)
 	queued := func() []int64 {
 		var out []int64
 		for _, r := range s.mu.queue {
