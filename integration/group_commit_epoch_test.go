@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -128,6 +129,22 @@ func (m *rawMember) heartbeat() {
 	}
 }
 
+// awaitGroupCoordinator waits until FindCoordinator finds group's
+// coordinator: Kafka creates __consumer_offsets at the first
+// FindCoordinator, not at a heartbeat that comes without one (the raw
+// streams member's), and answers NOT_COORDINATOR until then.
+func awaitGroupCoordinator(t *testing.T, cl *kgo.Client, group string) {
+	t.Helper()
+	adm := kadm.NewClient(cl)
+	var err error
+	for deadline := time.Now().Add(groupWait); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err = adm.FindGroupCoordinators(testCtx(t), group).Error(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("no coordinator for group %s: %v", group, err)
+}
+
 // epochMember is a member runCommitOlderEpoch drives.
 type epochMember interface {
 	heartbeat()
@@ -145,6 +162,7 @@ type epochMember interface {
 func runCommitOlderEpoch(t *testing.T, b testBroker, topic string, topicID [16]byte, a, bm epochMember, more func(previous int32), reconnect func(addr string)) {
 	t.Helper()
 	as, bs := a.state(), bm.state()
+	awaitGroupCoordinator(t, as.cl, as.group)
 	settle := func(what string, done func() bool, ms ...epochMember) {
 		t.Helper()
 		awaitGroup(t, what, func() bool {
@@ -208,6 +226,7 @@ func TestConsumerGroupCommitOlderEpoch(t *testing.T) {
 		topic, group := topicName(t), groupName(t)
 		adm := newAdmin(t, b.Addr())
 		createGroupTopic(t, adm, topic, 4)
+		awaitTopicReady(t, b.Addr(), topic)
 		details, err := adm.ListTopics(testCtx(t), topic)
 		if err != nil || details[topic].Err != nil {
 			t.Fatalf("list topic: %v %v", err, details[topic].Err)
