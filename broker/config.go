@@ -141,7 +141,7 @@ type Config struct {
 	LogWarm string `kafka:"kbroker.log.warm"`
 	// LogAllocateAhead is the least disk the commit log keeps allocated
 	// ahead of its write position. Under load the lead follows the write
-	// rate up to one segment, and a segment the lead reaches into is
+	// rate up to two segments, and a segment the lead reaches into is
 	// allocated whole before it is written to, so an idle broker holds a
 	// few MiB and a busy one never waits for the disk
 	// (log.Config.AllocateAhead).

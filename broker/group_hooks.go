@@ -257,19 +257,29 @@ func storedAssignment(a consumer.Assignment, epochs consumer.AssignmentEpochs) [
 	ids := slices.SortedFunc(maps.Keys(a), func(x, y consumer.TopicID) int { return bytes.Compare(x[:], y[:]) })
 	out := make([]offsets.TopicPartitions, 0, len(ids))
 	for _, id := range ids {
-		tp := offsets.TopicPartitions{TopicID: id, Partitions: a[id]}
-		if epochs != nil {
-			tp.AssignmentEpochs = make([]int32, 0, len(tp.Partitions))
-			for _, p := range tp.Partitions {
-				e, ok := epochs[consumer.TopicPartition{TopicID: id, Partition: p}]
-				if !ok {
-					tp.AssignmentEpochs = nil
-					break
-				}
-				tp.AssignmentEpochs = append(tp.AssignmentEpochs, e)
-			}
+		out = append(out, offsets.TopicPartitions{TopicID: id, Partitions: a[id],
+			AssignmentEpochs: storedEpochs(a[id], epochs, func(p int32) consumer.TopicPartition {
+				return consumer.TopicPartition{TopicID: id, Partition: p}
+			})})
+	}
+	return out
+}
+
+// storedEpochs are the assignment epochs of partitions, in their order,
+// as the records hold them (KIP-1251; key is a partition's key in
+// epochs): one per partition, or none unless epochs has every one, so
+// that a partition without one falls back to the member epoch.
+func storedEpochs[K comparable](partitions []int32, epochs map[K]int32, key func(p int32) K) []int32 {
+	if epochs == nil {
+		return nil
+	}
+	out := make([]int32, 0, len(partitions))
+	for _, p := range partitions {
+		e, ok := epochs[key(p)]
+		if !ok {
+			return nil
 		}
-		out = append(out, tp)
+		out = append(out, e)
 	}
 	return out
 }

@@ -95,20 +95,10 @@ func storedTaskSet(s streams.TaskSet, epochs streams.TaskEpochs) []offsets.TaskI
 	l := s.List()
 	out := make([]offsets.TaskIDs, len(l))
 	for i, t := range l {
-		out[i] = offsets.TaskIDs{Subtopology: t.Subtopology, Partitions: t.Partitions}
-		if epochs == nil {
-			continue
-		}
-		es := make([]int32, 0, len(t.Partitions))
-		for _, p := range t.Partitions {
-			e, ok := epochs[streams.Task{Subtopology: t.Subtopology, Partition: p}]
-			if !ok {
-				es = nil
-				break
-			}
-			es = append(es, e)
-		}
-		out[i].AssignmentEpochs = es
+		out[i] = offsets.TaskIDs{Subtopology: t.Subtopology, Partitions: t.Partitions,
+			AssignmentEpochs: storedEpochs(t.Partitions, epochs, func(p int32) streams.Task {
+				return streams.Task{Subtopology: t.Subtopology, Partition: p}
+			})}
 	}
 	return out
 }

@@ -27,10 +27,9 @@ import (
 // two files (maxLeadFiles). An idle broker therefore holds a few MiB of
 // allocated log, a busy one up to two files ahead, and a next file is
 // created only when the lead reaches past the end of the one before. It is
-// then allocated whole
-// (not only the part of the lead that falls into it), so that a file is
-// never extended while the appender writes into it: both take the file's
-// inode lock (growAhead). Only the first file of a run (new, or the last
+// then allocated whole (not only the part of the lead that falls into it),
+// so that a file is never extended while the appender writes into it: both
+// take the file's inode lock (growAhead). Only the first file of a run (new, or the last
 // one loaded) is extended while in use: by the lead while the log is idle,
 // and to its end at once when it gets busy.
 

@@ -479,12 +479,7 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 			continue
 		}
 		for _, bp := range order {
-			m, err := b.measure(bp, "produce", pc.name(), round, func() (metrics, error) {
-				lw, err := b.latencyLogFile(bp, "produce", pc.name(), round)
-				if err != nil {
-					return nil, err
-				}
-				defer lw.Close()
+			m, err := b.measureLogged(bp, "produce", pc.name(), round, func(lw *latencyFile) (metrics, error) {
 				return runProduce(ctx, bp, pc, pc.topic(tag), b.o.produceMB*1e6, lw)
 			})
 			if err != nil {
@@ -540,12 +535,7 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 		name := fmt.Sprintf("%d records/s", b.o.e2eRate)
 		for _, bp := range order {
 			d := time.Duration(b.o.e2eSeconds * float64(time.Second))
-			m, err := b.measure(bp, "e2e", name, round, func() (metrics, error) {
-				lw, err := b.latencyLogFile(bp, "e2e", name, round)
-				if err != nil {
-					return nil, err
-				}
-				defer lw.Close()
+			m, err := b.measureLogged(bp, "e2e", name, round, func(lw *latencyFile) (metrics, error) {
 				return runE2E(ctx, bp, b.o.e2eRate, d, lw)
 			})
 			if err != nil {
@@ -666,6 +656,19 @@ func (b *bench) measure(bp *brokerProc, workload, caseName string, round int, f 
 	}
 	rss.finish(m)
 	return m, nil
+}
+
+// measureLogged is measure for a case whose latencies --latency-log
+// writes: f gets the case's latency file, closed when it returns.
+func (b *bench) measureLogged(bp *brokerProc, workload, caseName string, round int, f func(*latencyFile) (metrics, error)) (metrics, error) {
+	return b.measure(bp, workload, caseName, round, func() (metrics, error) {
+		lw, err := b.latencyLogFile(bp, workload, caseName, round)
+		if err != nil {
+			return nil, err
+		}
+		defer lw.Close()
+		return f(lw)
+	})
 }
 
 // latencyLogFile opens the --latency-log file of one case, broker and round,

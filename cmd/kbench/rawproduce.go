@@ -421,12 +421,7 @@ func (b *bench) rawCases(ctx context.Context, order []*brokerProc, tag string, r
 			continue
 		}
 		for _, bp := range order {
-			m, err := b.measure(bp, "raw", rc.name(), round, func() (metrics, error) {
-				lw, err := b.latencyLogFile(bp, "raw", rc.name(), round)
-				if err != nil {
-					return nil, err
-				}
-				defer lw.Close()
+			m, err := b.measureLogged(bp, "raw", rc.name(), round, func(lw *latencyFile) (metrics, error) {
 				return runRawProduce(ctx, bp, rc, rc.topic(tag), b.o.produceMB*1e6, b.o.raw, lw)
 			})
 			if err != nil {
