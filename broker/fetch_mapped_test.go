@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,34 +59,8 @@ func mappingRSS(t *testing.T, dir string) int64 {
 
 // residentMapped is mappingRSS for any goroutine.
 func residentMapped(dir string) (int64, error) {
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	var total int64
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
-			continue
-		}
-		if strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
-			// A mapping's first line: address range, perms, offset,
-			// device, inode, path.
-			in = len(fields) >= 6 && strings.HasPrefix(fields[5], dir)
-			continue
-		}
-		if in && fields[0] == "Rss:" && len(fields) >= 2 {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("smaps Rss %q: %w", sc.Text(), err)
-			}
-			total += kb << 10
-		}
-	}
-	return total, sc.Err()
+	sizes, err := testenv.MappingSizes(func(h []string) bool { return len(h) >= 6 && strings.HasPrefix(h[5], dir) }, "Rss")
+	return sizes["Rss"], err
 }
 
 // TestFetchInterleavedFromMapping: one consumer of 8 partitions whose

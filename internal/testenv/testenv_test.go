@@ -1,9 +1,13 @@
 package testenv
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -170,4 +174,44 @@ func TestKill9Child(t *testing.T) {
 		t.Skip("only as TestKill9's child")
 	}
 	os.Stdin.Read(make([]byte, 1))
+}
+
+// TestMappingSizes: a file mapped and read shows its resident bytes under
+// its path, and nothing is summed for a mapping no one matches.
+func TestMappingSizes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mapped")
+	if err := os.WriteFile(path, bytes.Repeat([]byte{1}, 64<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := syscall.Mmap(int(f.Fd()), 0, 64<<10, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(b)
+	sum := 0
+	for i := 0; i < len(b); i += 4096 {
+		sum += int(b[i])
+	}
+	if sum != 16 {
+		t.Fatalf("read %d", sum)
+	}
+	sizes, err := MappingSizes(func(h []string) bool { return len(h) >= 6 && h[5] == path }, "Rss", "Size")
+	if errors.Is(err, os.ErrNotExist) {
+		t.Skipf("no smaps: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sizes["Size"] != 64<<10 || sizes["Rss"] != 64<<10 {
+		t.Errorf("sizes %v, want Size and Rss of 64 KiB", sizes)
+	}
+	none, err := MappingSizes(func([]string) bool { return false }, "Rss")
+	if err != nil || none["Rss"] != 0 {
+		t.Errorf("no mapping matched: %v, %v", none, err)
+	}
 }
