@@ -203,7 +203,7 @@ func New(cfg Config, opts ...Option) (*Broker, error) {
 	start := time.Now()
 	store, report, err := partition.Open(partition.Config{
 		Dir:                    cfg.DataDir,
-		Log:                    klog.Config{FileSize: cfg.SegmentBytes, Append: appendMode, Warm: warm, AllocateAhead: cfg.LogAllocateAhead, AllocateHook: b.allocHook},
+		Log:                    klog.Config{FileSize: cfg.SegmentBytes, Append: appendMode, Warm: warm, AllocateAhead: cfg.LogAllocateAhead, HugePages: cfg.LogHugePages, AllocateHook: b.allocHook},
 		FlushMode:              mode,
 		GroupCommit:            flush.GroupCommitConfig{Timeout: cfg.SyncFlushTimeout},
 		FullValidation:         cfg.FullValidation,

@@ -139,6 +139,17 @@ type Config struct {
 	// written per page, RocketMQ's way) or "none". Unused with pwrite
 	// appends, which never fault.
 	LogWarm string `kafka:"kbroker.log.warm"`
+	// LogHugePages maps the commit-log segments for transparent huge
+	// pages and fills their page cache with 2 MiB folios ahead of pwrite
+	// appends, at the lowest priority: appends then copy into the page
+	// cache without allocating it, and fetches map and unmap 2 MiB per
+	// page-table entry. Off by default: it raised consume and large-batch
+	// produce rates, but an end-to-end consumer at the tail saw p99
+	// stalls of 15-20 ms with it, not yet explained (docs/BENCHMARKS.md,
+	// "Huge pages for the commit log"). It does nothing with mapped
+	// appends, with the transient store pool, or where the kernel has
+	// transparent huge pages turned off.
+	LogHugePages bool `kafka:"kbroker.log.huge.pages"`
 	// LogAllocateAhead is the least disk the commit log keeps allocated
 	// ahead of its write position. Under load the lead follows the write
 	// rate up to two segments, and a segment the lead reaches into is

@@ -100,6 +100,13 @@ func (l *CommitLog) open(replayFrom int64, visit func(Entry) error) (RecoveryRep
 	if err := l.queue.load(); err != nil {
 		return RecoveryReport{}, err
 	}
+	if l.cfg.hugePages() {
+		// Recovery's scan and later fetches read them through the
+		// mapping; nothing writes through it.
+		for _, m := range l.queue.Files() {
+			m.adviseHugePages()
+		}
+	}
 	cp, found, err := l.openCheckpoint()
 	if err != nil {
 		return RecoveryReport{}, err

@@ -34,6 +34,14 @@ type Config struct {
 	WarmFlushPages int
 	// Mlock locks warmed files in memory until they are full and flushed.
 	Mlock bool
+	// HugePages maps commit-log files for transparent huge pages and has
+	// the allocator fill the page cache of what it allocates with huge
+	// folios ahead of the appends (pageCacheFiller), where the kernel
+	// allows it. Only with pwritev appends and no pool buffer. Off by
+	// default: it speeds up fetches and large appends, but a consumer at
+	// the tail saw p99 stalls of 15-20 ms with it (docs/BENCHMARKS.md,
+	// "Huge pages for the commit log").
+	HugePages bool
 	// PoolBuffers is the number of TransientStorePool buffers (each
 	// FileSize bytes). 0 disables the pool; only async mode may use it.
 	PoolBuffers int
@@ -89,6 +97,13 @@ func (c *Config) withDefaults() {
 		// flush zeros to the disk).
 		c.Warm, c.Mlock = WarmNone, false
 	}
+}
+
+// hugePages reports whether commit-log files are mapped for huge pages and
+// their page cache filled ahead: only when nothing writes through their
+// mappings (pwritev appends, no transient store pool).
+func (c *Config) hugePages() bool {
+	return c.HugePages && c.Append == AppendPwrite && c.PoolBuffers == 0
 }
 
 // AppendMode says how entries are written into a commit-log file. Either

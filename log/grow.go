@@ -128,8 +128,9 @@ func (m *MappedFile) grow(end int64, before func(lo, hi int64)) (lo, hi int64, e
 // leadState is the allocator's measure of the write rate; only the worker
 // goroutine touches it.
 type leadState struct {
-	at  time.Time // when the lead was last adapted
-	pos int64     // global write position then
+	at      time.Time // when the lead was last adapted
+	pos     int64     // global write position then
+	appends int64     // appends counted by then
 }
 
 // maxLeadFiles caps the lead, in files. One file ahead was not enough: at
@@ -145,6 +146,7 @@ const maxLeadFiles = 2
 // between cfg.AllocateAhead and maxLeadFiles files.
 func (s *AllocateMappedFileService) adapt(now time.Time, pos int64) int64 {
 	lead := s.lead.Load()
+	appends := s.appends.Load()
 	if st := &s.rate; !st.at.IsZero() {
 		dt, wrote := now.Sub(st.at), pos-st.pos
 		if dt > 0 && wrote >= 0 {
@@ -152,16 +154,23 @@ func (s *AllocateMappedFileService) adapt(now time.Time, pos int64) int64 {
 			lead = min(max(alignUp(want, 1<<20), s.cfg.AllocateAhead), maxLeadFiles*s.size)
 			s.lead.Store(lead)
 		}
+		if n := appends - st.appends; n > 0 && wrote >= 0 {
+			s.smallAppends.Store(wrote/n < minFilledAppend)
+		}
 	}
-	s.rate = leadState{at: now, pos: pos}
+	s.rate = leadState{at: now, pos: pos, appends: appends}
 	return lead
 }
 
 // needGrow tells the worker when the allocation arranged ahead of global
 // write position pos fell below half of the lead wanted. It costs two
-// atomic loads when nothing is due and never blocks: the appender calls it
+// atomic loads (and, when the page cache is filled ahead, the count of
+// appends) when nothing is due and never blocks: the appender calls it
 // after every append.
 func (s *AllocateMappedFileService) needGrow(pos int64) {
+	if s.filler != nil {
+		s.appends.Add(1)
+	}
 	if s.frontier.Load()-pos >= s.lead.Load()/2 {
 		return
 	}
@@ -225,6 +234,7 @@ func (s *AllocateMappedFileService) growFile(m *MappedFile, end int64) error {
 	if err != nil {
 		return err
 	}
+	s.fillPageCache(m, lo, hi)
 	if hi > lo && s.warms(m) && s.cfg.Warm.contentPreserving() {
 		warmLowPriority(m, s.cfg, lo, hi, s.done)
 	}

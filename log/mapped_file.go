@@ -115,6 +115,9 @@ type MappedFile struct {
 	// zeroFill makes grow write zeros instead of calling fallocate (files
 	// filled through the mapping by small appends, see grow).
 	zeroFill bool
+	// hugePage is the huge page size when the mapping may hold huge pages
+	// (adviseHugePages), else 0. Set before the file is shared.
+	hugePage int64
 }
 
 // fallocateRange allocates disk blocks for [off, off+n) of f, leaving any

@@ -1,0 +1,179 @@
+package log
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// hugePageSize is the size of a PMD-mapped transparent huge page (2 MiB on
+// x86-64 and on arm64 with 4 KiB pages), or 0 where the kernel has none or
+// its administrator turned them off ("never").
+var hugePageSize = sync.OnceValue(func() int64 {
+	const dir = "/sys/kernel/mm/transparent_hugepage/"
+	enabled, err := os.ReadFile(dir + "enabled")
+	if err != nil || strings.Contains(string(enabled), "[never]") {
+		return 0
+	}
+	b, err := os.ReadFile(dir + "hpage_pmd_size")
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n < pageSize || n&(n-1) != 0 {
+		return 0
+	}
+	return n
+})
+
+// adviseHugePages lets the kernel map m with huge pages where its page
+// cache holds huge folios (madvise MADV_HUGEPAGE), and reports whether it
+// did. Only a mapping whose start is huge-page aligned can be mapped so
+// (ext4 and tmpfs align mappings of 2 MiB and more). It is for files no
+// one writes through the mapping: a store into a huge folio would mark
+// all of it dirty, and writeback would then write 2 MiB for a few bytes.
+// Unmap needs no change for it: dropping part of a file's huge page
+// mapping drops all of it, and the next fault maps it whole again.
+func (m *MappedFile) adviseHugePages() bool {
+	h := hugePageSize()
+	if h == 0 || m.size < h || uintptr(unsafe.Pointer(&m.data[0]))%uintptr(h) != 0 {
+		return false
+	}
+	if unix.Madvise(m.data, unix.MADV_HUGEPAGE) != nil {
+		return false
+	}
+	m.hugePage = h
+	return true
+}
+
+// pageCacheFiller fills the page cache of commit-log ranges the allocator
+// has just allocated with huge folios, ahead of the pwritev appends that
+// will write there. Appends that find the page cache filled copy into it
+// and allocate nothing (a buffered write of a fresh range allocates and
+// adds folios sized by the write, 16 KiB for a 16 KiB batch). And fetches
+// that send the range from the mapping fault in, and unmap, 2 MiB per page
+// table entry instead of 4 KiB. Filling is work ahead of need, done on a
+// thread at the lowest priority. It keeps clear of the appender: a huge
+// page being filled is locked, and an append into it would wait for it.
+type pageCacheFiller struct {
+	// fillFrom is the least global log position worth filling now: the
+	// write position plus a margin, or math.MaxInt64 for nothing.
+	fillFrom func() int64
+
+	mu     sync.Mutex
+	queue  []fillRange
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// fillRange is a range of a held file waiting to be filled.
+type fillRange struct {
+	m      *MappedFile
+	lo, hi int64
+}
+
+func newPageCacheFiller(fillFrom func() int64) *pageCacheFiller {
+	f := &pageCacheFiller{fillFrom: fillFrom, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	f.wg.Add(1)
+	go f.run()
+	return f
+}
+
+// add queues [lo, hi) of m, a file adviseHugePages accepted. It holds m
+// until the range is done.
+func (f *pageCacheFiller) add(m *MappedFile, lo, hi int64) {
+	if m.hugePage == 0 || hi <= lo || !m.Hold() {
+		return
+	}
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		m.Release()
+		return
+	}
+	f.queue = append(f.queue, fillRange{m: m, lo: lo, hi: hi})
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run fills ranges in order until close. It keeps its OS thread at nice 19
+// and exits still locked to it, so the runtime retires the thread instead
+// of reusing it at the lowered priority.
+func (f *pageCacheFiller) run() {
+	defer f.wg.Done()
+	runtime.LockOSThread()
+	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
+	for {
+		f.mu.Lock()
+		var r fillRange
+		ok := len(f.queue) > 0
+		if ok {
+			r = f.queue[0]
+			f.queue = f.queue[1:]
+		}
+		f.mu.Unlock()
+		if !ok {
+			select {
+			case <-f.wake:
+				continue
+			case <-f.done:
+				return
+			}
+		}
+		f.fill(r)
+		r.m.Release()
+	}
+}
+
+// fill fills the whole huge pages of [lo, hi) that lie past fillFrom: a
+// read of each populates the page cache (the mapping's
+// MADV_HUGEPAGE makes the kernel read ahead in huge folios; unwritten
+// extents and holes read as zeros without I/O), and the mapping is dropped
+// again at once, so filling costs no resident memory. A huge page that
+// reaches past hi is left for the next range, which starts in it.
+func (f *pageCacheFiller) fill(r fillRange) {
+	m, h := r.m, r.m.hugePage
+	for c := r.lo &^ (h - 1); c+h <= r.hi; c += h {
+		select {
+		case <-f.done:
+			return
+		default:
+		}
+		if m.from+c < f.fillFrom() {
+			continue // the appender is there, or nearly: it fills the page itself
+		}
+		if unix.Madvise(m.data[c:c+h], unix.MADV_POPULATE_READ) != nil {
+			return // before Linux 5.14, or the range is gone: appends fill it
+		}
+		_ = unix.Madvise(m.data[c:c+h], unix.MADV_DONTNEED)
+	}
+}
+
+// close stops the filler and releases every file it still holds.
+func (f *pageCacheFiller) close() {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	f.closed = true
+	f.mu.Unlock()
+	close(f.done)
+	f.wg.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.queue {
+		r.m.Release()
+	}
+	f.queue = nil
+}

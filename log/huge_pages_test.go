@@ -1,0 +1,300 @@
+package log
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kbroker/kbroker/internal/testenv"
+)
+
+// hugeFileSize is the commit-log file size of the huge page tests: a few
+// huge pages.
+const hugeFileSize = 16 << 20
+
+// skipWithoutHugePageCache skips the test where this kernel and the file
+// system of dir keep no huge folios in the page cache of a file mapped for
+// them (transparent huge pages off, or a file system without large
+// folios, such as ext4 before Linux 6.16).
+func skipWithoutHugePageCache(t *testing.T, dir string) {
+	t.Helper()
+	h := hugePageSize()
+	if h == 0 {
+		t.Skip("no transparent huge pages on this kernel")
+	}
+	m, err := createMappedFile(dir, 0, 2*h, 2*h, false, nil) // as the allocator creates them
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Destroy(t.Context())
+	if !m.adviseHugePages() {
+		t.Skip("the kernel did not align a file mapping to a huge page")
+	}
+	if err := unix.Madvise(m.data, unix.MADV_POPULATE_READ); err != nil {
+		t.Skipf("madvise(MADV_POPULATE_READ): %v", err)
+	}
+	if _, pmd := smapsOf(t, m.data); pmd == 0 {
+		t.Skip("this file system keeps no huge folios in the page cache")
+	}
+}
+
+// smapsOf returns the resident and PMD-mapped bytes of the mapping that
+// starts at b (Rss and FilePmdMapped in /proc/self/smaps).
+func smapsOf(t *testing.T, b []byte) (rss, pmd int64) {
+	t.Helper()
+	start := fmt.Sprintf("%x-", uintptr(unsafe.Pointer(&b[0])))
+	sizes, err := testenv.MappingSizes(func(h []string) bool { return strings.HasPrefix(h[0], start) }, "Rss", "FilePmdMapped")
+	if errors.Is(err, os.ErrNotExist) {
+		t.Skipf("no smaps: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sizes["Rss"], sizes["FilePmdMapped"]
+}
+
+// mappedPages counts the pages of b that are mapped in the process's page
+// tables (the present bit of /proc/self/pagemap).
+func mappedPages(t *testing.T, b []byte) int {
+	t.Helper()
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		t.Skipf("no pagemap: %v", err)
+	}
+	defer f.Close()
+	n := len(b) / pageSize
+	buf := make([]byte, 8*n)
+	first := int64(uintptr(unsafe.Pointer(&b[0]))) / pageSize
+	if _, err := f.ReadAt(buf, first*8); err != nil {
+		t.Fatal(err)
+	}
+	mapped := 0
+	for i := range n {
+		if binary.LittleEndian.Uint64(buf[8*i:])>>63 == 1 {
+			mapped++
+		}
+	}
+	return mapped
+}
+
+// awaitResident waits until every page of b is in the page cache (mincore).
+func awaitResident(t *testing.T, b []byte) {
+	t.Helper()
+	vec := make([]byte, len(b)/pageSize)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
+		if errno != 0 {
+			t.Fatalf("mincore: %v", errno)
+		}
+		if !bytes.Contains(vec, []byte{0}) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d pages still not in the page cache", bytes.Count(vec, []byte{0}), len(vec))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// preparedFile waits for the file at from that the allocator prepares
+// ahead of the appends, and returns it without taking it.
+func preparedFile(t *testing.T, l *CommitLog, from int64) *MappedFile {
+	t.Helper()
+	l.alloc.mu.Lock()
+	req := l.alloc.mu.pending[from]
+	l.alloc.mu.Unlock()
+	if req == nil {
+		t.Fatalf("no file at %d being prepared", from)
+	}
+	<-req.ready
+	if req.err != nil {
+		t.Fatal(req.err)
+	}
+	return req.file
+}
+
+// TestHugePagesFilledAhead: with pwrite appends, the allocator fills a new
+// file's page cache ahead of the appends, the appends write into it, and
+// a read of what they wrote through the mapping (as a fetch's writev
+// does) is mapped in huge pages, again after an Unmap. Where the page
+// cache were filled by the appends themselves, in folios the size of each
+// pwrite, nothing would be PMD-mapped.
+func TestHugePagesFilledAhead(t *testing.T) {
+	cfg := testConfig(t, hugeFileSize)
+	skipWithoutHugePageCache(t, t.TempDir())
+	cfg.Append, cfg.HugePages = AppendPwrite, true
+	cfg.AllocateAhead = hugeFileSize // the first file allocated (and filled) whole
+	l, _ := openLog(t, cfg)
+	m := preparedFile(t, l, 0)
+	if m.hugePage == 0 {
+		t.Fatal("the commit-log file is not mapped for huge pages")
+	}
+	h := m.hugePage
+	// The filler keeps a quarter of the lead clear of the appender.
+	from := alignUp(cfg.AllocateAhead/4, h)
+	awaitResident(t, m.data[from:])
+
+	var results []AppendResult
+	for i := 0; l.ReadPosition() < hugeFileSize-h; i++ {
+		r, err := l.Append(key(i), payload(i, 16000)) // the size of a small batch
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, r)
+	}
+	// Read what was written through the mapping, as writev does.
+	out, err := os.Create(t.TempDir() + "/copy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	b, err := m.SyscallBytes(0, l.ReadPosition())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := unix.Write(int(out.Fd()), b); err != nil || n != len(b) {
+		t.Fatalf("write from the mapping: %d, %v", n, err)
+	}
+	filled := hugeFileSize - h - from // written, in huge pages filled ahead
+	if _, pmd := smapsOf(t, m.data); pmd < filled {
+		t.Fatalf("%d bytes mapped in huge pages after reading, want at least %d", pmd, filled)
+	}
+	got, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range results {
+		e, held, err := l.ReadEntry(r.Pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(e.Payload, payload(i, 16000)) || !bytes.Equal(got[e.PayloadPos():e.PayloadPos()+16000], e.Payload) {
+			t.Fatalf("entry %d differs", i)
+		}
+		held.Release()
+	}
+
+	// A fetch's spans are unmapped once sent (broker/mapped_spans.go): a
+	// huge page is dropped whole, and the next read maps it whole again.
+	page := b[from : from+h]
+	if err := m.Unmap(from+100, 10); err != nil {
+		t.Fatal(err)
+	}
+	if n := mappedPages(t, page); n != 0 {
+		t.Errorf("%d pages of the huge page still mapped after unmapping 10 bytes of it, want 0", n)
+	}
+	if n, err := unix.Write(int(out.Fd()), page); err != nil || n != int(h) {
+		t.Fatalf("write from the mapping: %d, %v", n, err)
+	}
+	if _, pmd := smapsOf(t, m.data); pmd < filled {
+		t.Fatalf("%d bytes mapped in huge pages after unmapping and reading again, want at least %d", pmd, filled)
+	}
+}
+
+// TestHugePagesNotForSmallAppends: appends that average under
+// minFilledAppend stop the filler, larger ones start it again.
+func TestHugePagesNotForSmallAppends(t *testing.T) {
+	cfg := testConfig(t, hugeFileSize)
+	cfg.Append, cfg.HugePages = AppendPwrite, true
+	cfg.AllocateAhead = 1 << 20 // grown, and the appends measured, every 512 KiB
+	l, _ := openLog(t, cfg)
+	appendUntil := func(size int, end int64) {
+		t.Helper()
+		for i := 0; l.ReadPosition() < end; i++ {
+			if _, err := l.Append(key(i), payload(i, size)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The allocator measures the appends when it grows the allocation, in
+	// its own goroutine: wait for it.
+	await := func(what string, ok func(from int64) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok(l.alloc.fillFrom()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the filler may fill from %d", what, l.alloc.fillFrom())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	appendUntil(1000, 8<<20)
+	await("after 1 KB appends", func(from int64) bool { return from == math.MaxInt64 })
+	appendUntil(64<<10, 3*hugeFileSize)
+	await("after 64 KiB appends", func(from int64) bool { return from < math.MaxInt64 })
+}
+
+// TestHugePagesOnlyForPwrite: files written through their mappings (mapped
+// appends, pool buffers), and logs not configured for it (the default),
+// keep small pages.
+func TestHugePagesOnlyForPwrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+	}{
+		{"mapped", func(c *Config) { c.Append, c.HugePages = AppendMapped, true }},
+		{"pool", func(c *Config) { c.Append, c.PoolBuffers, c.HugePages = AppendPwrite, 1, true }},
+		{"off", func(c *Config) { c.Append = AppendPwrite }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, hugeFileSize)
+			tc.cfg(&cfg)
+			l, _ := openLog(t, cfg)
+			if _, err := l.Append(key(1), payload(1, 100)); err != nil {
+				t.Fatal(err)
+			}
+			if h := l.Files()[0].hugePage; h != 0 {
+				t.Errorf("file mapped for huge pages (%d)", h)
+			}
+		})
+	}
+}
+
+// TestHugePagesAppendsRaceFiller: appends that overtake the filler, and a
+// filler that fills ranges the appends reach while it works, lose no byte,
+// across rolls, after a reopen too.
+func TestHugePagesAppendsRaceFiller(t *testing.T) {
+	cfg := testConfig(t, hugeFileSize)
+	cfg.Append, cfg.HugePages = AppendPwrite, true
+	cfg.AllocateAhead = 1 << 20 // grown in steps while the appends run
+	l, _, err := Open(cfg, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []AppendResult
+	for i := 0; l.ReadPosition() < 3*hugeFileSize; i++ {
+		r, err := l.Append(key(i), payload(i, 1000+i*7919%30000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, r)
+	}
+	check := func(l *CommitLog) {
+		t.Helper()
+		got := readAll(t, l, 0)
+		if len(got) != len(results) {
+			t.Fatalf("%d entries, want %d", len(got), len(results))
+		}
+		for i, e := range got {
+			if e.Pos != results[i].Pos || !bytes.Equal(e.Key, key(i)) || !bytes.Equal(e.Payload, payload(i, 1000+i*7919%30000)) {
+				t.Fatalf("entry %d differs", i)
+			}
+		}
+	}
+	check(l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = openLog(t, cfg)
+	check(l)
+}
