@@ -145,10 +145,11 @@ type Config struct {
 	// cache without allocating it, and fetches map and unmap 2 MiB per
 	// page-table entry. Off by default: it raised consume and large-batch
 	// produce rates, but an end-to-end consumer at the tail saw p99
-	// stalls of 15-20 ms with it, not yet explained (docs/BENCHMARKS.md,
-	// "Huge pages for the commit log"). It does nothing with mapped
-	// appends, with the transient store pool, or where the kernel has
-	// transparent huge pages turned off.
+	// stalls of 15-20 ms with it, from readahead that the filled pages
+	// set off in the fetch path (docs/BENCHMARKS.md, "Huge pages for the
+	// commit log"). It does nothing with mapped appends, with the
+	// transient store pool, or where the kernel has transparent huge
+	// pages turned off.
 	LogHugePages bool `kafka:"kbroker.log.huge.pages"`
 	// LogAllocateAhead is the least disk the commit log keeps allocated
 	// ahead of its write position. Under load the lead follows the write

@@ -39,8 +39,9 @@ type Config struct {
 	// folios ahead of the appends (pageCacheFiller), where the kernel
 	// allows it. Only with pwritev appends and no pool buffer. Off by
 	// default: it speeds up fetches and large appends, but a consumer at
-	// the tail saw p99 stalls of 15-20 ms with it (docs/BENCHMARKS.md,
-	// "Huge pages for the commit log").
+	// the tail saw p99 stalls of 15-20 ms with it, from the readahead its
+	// filled pages set off (docs/BENCHMARKS.md, "Huge pages for the commit
+	// log").
 	HugePages bool
 	// PoolBuffers is the number of TransientStorePool buffers (each
 	// FileSize bytes). 0 disables the pool; only async mode may use it.
