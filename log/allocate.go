@@ -284,9 +284,10 @@ func (s *AllocateMappedFileService) build(req *allocRequest, initial int64) {
 }
 
 // adviseHugePages maps a new file for huge pages when the log's files
-// are filled ahead (Config.hugePages).
+// are filled ahead (Config.hugePages, which rules out the pool, so no file
+// has a pool buffer then).
 func (s *AllocateMappedFileService) adviseHugePages(m *MappedFile) {
-	if s.filler != nil && m.writeBuf == nil {
+	if s.filler != nil {
 		m.adviseHugePages()
 	}
 }

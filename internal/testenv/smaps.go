@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -32,7 +33,7 @@ func MappingSizes(match func(header []string) bool, names ...string) (map[string
 			in = match(fields)
 			continue
 		}
-		if !in || len(fields) < 2 || !contains(names, name) {
+		if !in || len(fields) < 2 || !slices.Contains(names, name) {
 			continue
 		}
 		kb, err := strconv.ParseInt(fields[1], 10, 64)
@@ -42,13 +43,4 @@ func MappingSizes(match func(header []string) bool, names ...string) (map[string
 		sizes[name] += kb << 10
 	}
 	return sizes, sc.Err()
-}
-
-func contains(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
