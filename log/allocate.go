@@ -103,7 +103,8 @@ type AllocateMappedFileService struct {
 	// filler fills the page cache of what is allocated with huge folios;
 	// nil unless Config.hugePages. appends counts the appender's writes
 	// (needGrow), and smallAppends is set by adapt while they average
-	// less than minFilledAppend: then nothing is filled.
+	// less than minFilledAppend, and until it first measured them: then
+	// nothing is filled.
 	filler       *pageCacheFiller
 	appends      atomic.Int64
 	smallAppends atomic.Bool
@@ -132,6 +133,9 @@ func newAllocateMappedFileService(dir string, cfg *Config, pool *TransientStoreP
 	s.lead.Store(min(cfg.AllocateAhead, cfg.FileSize))
 	if cfg.hugePages() {
 		s.filler = newPageCacheFiller(s.fillFrom)
+		// Nothing is filled until appends are measured large: a log of
+		// small ones never gets huge folios (see fillFrom).
+		s.smallAppends.Store(true)
 	}
 	s.mu.pending = make(map[int64]*allocRequest)
 	s.wg.Add(1)

@@ -39,17 +39,45 @@ var hugePageSize = sync.OnceValue(func() int64 {
 // all of it dirty, and writeback would then write 2 MiB for a few bytes.
 // Unmap needs no change for it: dropping part of a file's huge page
 // mapping drops all of it, and the next fault maps it whole again.
+//
+// The mapping is also advised MADV_RANDOM: a fault in it then reads one
+// huge page and nothing ahead. Without it the filler's faults read ahead
+// past the allocation (8 MiB where read_ahead_kb is 8,192), and left
+// readahead marks that a fetch at the tail later met and paid for with a
+// synchronous zero-fill of the next window: 20 ms stalls every 8 MiB. The
+// filled pages still carry marks, which a pread or sendfile meeting them
+// acts on, so fetches read the tail there through the mapping
+// (ReadaheadMarked), where a fault ignores them.
 func (m *MappedFile) adviseHugePages() bool {
 	h := hugePageSize()
 	if h == 0 || m.size < h || uintptr(unsafe.Pointer(&m.data[0]))%uintptr(h) != 0 {
 		return false
 	}
-	if unix.Madvise(m.data, unix.MADV_HUGEPAGE) != nil {
+	if unix.Madvise(m.data, unix.MADV_HUGEPAGE) != nil || unix.Madvise(m.data, unix.MADV_RANDOM) != nil {
 		return false
 	}
 	m.hugePage = h
 	return true
 }
+
+// ReadaheadMarked reports whether the page cache of m at off may carry
+// readahead marks that a pread or a sendfile there would act on, by
+// zero-filling the next readahead window past the write position while
+// the reader waits: off lies in the huge pages the filler filled, within
+// markedTailBytes of the write position of a file still being written.
+// Such a range is to be read through the mapping (SyscallBytes), where a
+// fault ignores the marks (MADV_RANDOM). The readahead of a full file
+// stops at its end, and marks further back than a readahead window from
+// the first page not in the page cache set nothing off.
+func (m *MappedFile) ReadaheadMarked(off int64) bool {
+	first := m.filled.Load()
+	return first != 0 && off >= first-1 && !m.IsFull() && off > m.WrotePosition()-markedTailBytes
+}
+
+// markedTailBytes is how far behind the write position ReadaheadMarked
+// reports marks: twice the largest readahead window met (read_ahead_kb is
+// 128 KiB by default, 8 MiB on some virtual disks).
+const markedTailBytes = 16 << 20
 
 // pageCacheFiller fills the page cache of commit-log ranges the allocator
 // has just allocated with huge folios, ahead of the pwritev appends that
@@ -155,6 +183,7 @@ func (f *pageCacheFiller) fill(r fillRange) {
 		if unix.Madvise(m.data[c:c+h], unix.MADV_POPULATE_READ) != nil {
 			return // before Linux 5.14, or the range is gone: appends fill it
 		}
+		m.filled.CompareAndSwap(0, c+1) // ranges come in order: c is the first
 		_ = unix.Madvise(m.data[c:c+h], unix.MADV_DONTNEED)
 	}
 }

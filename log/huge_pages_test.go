@@ -140,9 +140,17 @@ func TestHugePagesFilledAhead(t *testing.T) {
 		t.Fatal("the commit-log file is not mapped for huge pages")
 	}
 	h := m.hugePage
+	// The filler skipped the file: nothing fills before the appends are
+	// measured large. Queue it again as if they had been.
+	l.alloc.smallAppends.Store(false)
+	l.alloc.filler.add(m, 0, m.size)
 	// The filler keeps a quarter of the lead clear of the appender.
 	from := alignUp(cfg.AllocateAhead/4, h)
 	awaitResident(t, m.data[from:])
+	if !m.ReadaheadMarked(from) || m.ReadaheadMarked(from-1) {
+		t.Errorf("ReadaheadMarked at the first filled page %v, just before it %v; want true, false",
+			m.ReadaheadMarked(from), m.ReadaheadMarked(from-1))
+	}
 
 	var results []AppendResult
 	for i := 0; l.ReadPosition() < hugeFileSize-h; i++ {
@@ -201,8 +209,9 @@ func TestHugePagesFilledAhead(t *testing.T) {
 	}
 }
 
-// TestHugePagesNotForSmallAppends: appends that average under
-// minFilledAppend stop the filler, larger ones start it again.
+// TestHugePagesNotForSmallAppends: nothing is filled until the appends are
+// measured, appends that average under minFilledAppend stop the filler,
+// larger ones start it again.
 func TestHugePagesNotForSmallAppends(t *testing.T) {
 	cfg := testConfig(t, hugeFileSize)
 	cfg.Append, cfg.HugePages = AppendPwrite, true
@@ -227,6 +236,9 @@ func TestHugePagesNotForSmallAppends(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
+	}
+	if from := l.alloc.fillFrom(); from != math.MaxInt64 {
+		t.Fatalf("the filler may fill from %d before any append was measured", from)
 	}
 	appendUntil(1000, 8<<20)
 	await("after 1 KB appends", func(from int64) bool { return from == math.MaxInt64 })
@@ -297,4 +309,34 @@ func TestHugePagesAppendsRaceFiller(t *testing.T) {
 	}
 	l, _ = openLog(t, cfg)
 	check(l)
+}
+
+// TestHugePagesFillReadsNothingAhead: filling a range puts huge folios in
+// the page cache there and nowhere past it. A fault in a mapping advised
+// MADV_HUGEPAGE alone reads a second huge page ahead, and readahead marks
+// make later faults read further (a whole read_ahead_kb window): memory
+// zeroed past what was allocated, and marks a reader at the tail then
+// acts on. MADV_RANDOM (adviseHugePages) stops both.
+func TestHugePagesFillReadsNothingAhead(t *testing.T) {
+	cfg := testConfig(t, hugeFileSize)
+	skipWithoutHugePageCache(t, t.TempDir())
+	cfg.Append, cfg.HugePages = AppendPwrite, true
+	l, _ := openLog(t, cfg)
+	m := preparedFile(t, l, 0)
+	h := m.hugePage
+	// The log's own filler fills nothing yet (no append was measured);
+	// this one fills the given range, synchronously.
+	f := &pageCacheFiller{fillFrom: func() int64 { return 0 }, done: make(chan struct{})}
+	lo, hi := 2*h, 4*h
+	f.fill(fillRange{m: m, lo: lo, hi: hi})
+	vec := make([]byte, len(m.data)/pageSize)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m.data[0])), uintptr(len(m.data)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	if n := bytes.Count(vec[lo/pageSize:hi/pageSize], []byte{0}); n > 0 {
+		t.Errorf("%d KiB of the filled range not in the page cache", n*pageSize>>10)
+	}
+	if n := len(vec[hi/pageSize:]) - bytes.Count(vec[hi/pageSize:], []byte{0}); n > 0 {
+		t.Errorf("%d KiB past the filled range in the page cache, want none", n*pageSize>>10)
+	}
 }

@@ -118,6 +118,9 @@ type MappedFile struct {
 	// hugePage is the huge page size when the mapping may hold huge pages
 	// (adviseHugePages), else 0. Set before the file is shared.
 	hugePage int64
+	// filled is one past the offset of the first huge page the filler
+	// filled (pageCacheFiller.fill), 0 while it filled none.
+	filled atomic.Int64
 }
 
 // fallocateRange allocates disk blocks for [off, off+n) of f, leaving any
