@@ -502,8 +502,9 @@ func inlineable(res *result) bool {
 // writeFetch sends a fetch response: the framing bytes and every record
 // range, in order, corked so that they share full packets; then it
 // releases the files. A range of at least the copy threshold goes with
-// sendfile(2) from its commit-log file at an explicit offset. A smaller
-// one goes with the writev of the framing around it, straight from the
+// sendfile(2) from its commit-log file at an explicit offset, unless its
+// page cache may carry readahead marks (mappedMinBytes). A smaller one
+// goes with the writev of the framing around it, straight from the
 // commit-log mapping: for such ranges a sendfile call costs more than
 // copying them (docs/BENCHMARKS.md), and the kernel copies them from the
 // page cache into the socket once, where reading them with pread(2) first
@@ -539,12 +540,17 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 		return c.writeFetchCopied(f, math.MaxInt64)
 	}
 	var small int64
+	marked := false
 	for _, s := range f.Splices {
-		if s.Range.Len < threshold {
+		m := s.Range.Handle.(*klog.MappedFile)
+		if m.ReadaheadMarked(s.Range.Offset) {
+			marked = true
+			small += s.Range.Len
+		} else if s.Range.Len < threshold {
 			small += s.Range.Len
 		}
 	}
-	if small < mappedMinBytes {
+	if small < mappedMinBytes && !marked {
 		return c.writeFetchCopied(f, threshold)
 	}
 	var copied int64
@@ -553,7 +559,7 @@ func (c *conn) writeFetch(corr int32, fr *fetchResult) error {
 		m := s.Range.Handle.(*klog.MappedFile)
 		c.sw.Bytes(f.Bytes[prev:s.At])
 		prev = s.At
-		if s.Range.Len >= threshold {
+		if s.Range.Len >= threshold && !m.ReadaheadMarked(s.Range.Offset) {
 			c.sw.File(m.File(), s.Range.Offset, s.Range.Len)
 			continue
 		}
@@ -634,6 +640,12 @@ func (s *mappedSpan) absorb(r mappedSpan) bool {
 // less (a consumer at the tail, one record each time) is read with pread
 // instead: for a few KiB the copy costs less than the madvise that unmaps
 // the pages and the faults that map them again for the next response.
+// Not where the page cache may carry readahead marks (ReadaheadMarked:
+// huge pages filled ahead with kbroker.log.huge.pages): a pread or a
+// sendfile meeting one zero-fills the next readahead window past the
+// write position while the consumer waits (20 ms every 8 MiB where
+// read_ahead_kb is 8,192). A fault in the mapping ignores the marks, and
+// maps 2 MiB at a time. Ranges there of any size go from the mapping.
 const mappedMinBytes = 64 << 10
 
 // writeFetchCopied is writeFetch for TLS connections and small responses:
@@ -691,7 +703,7 @@ func (c *conn) writeFetchCopied(f *protocol.FetchFrame, threshold int64) error {
 		j, span := copySpan(f.Splices, i, threshold, int64(cap(cb)-len(cb)))
 		start := len(cb)
 		cb = cb[:start+int(span)]
-		if err := readRange(m, cb[start:], s.Range.Offset); err != nil {
+		if err := c.readRange(m, cb[start:], s.Range.Offset); err != nil {
 			c.sw.Discard()
 			return err
 		}
@@ -739,8 +751,18 @@ func copySpan(splices []protocol.Splice, i int, threshold, room int64) (j int, s
 // readRange reads len(dst) bytes of m at file offset off with pread(2).
 // The caller holds the file, and the bytes are readable (below its read
 // position), so a short read is an error: the file was cut underneath or
-// the disk failed.
-func readRange(m *klog.MappedFile, dst []byte, off int64) error {
+// the disk failed. Where a pread would act on readahead marks
+// (ReadaheadMarked; on TLS, which copies every range), it copies from the
+// mapping instead, a fault there becoming an error, and leaves the pages
+// to be unmapped with the response's spans.
+func (c *conn) readRange(m *klog.MappedFile, dst []byte, off int64) error {
+	if m.ReadaheadMarked(off) {
+		if err := m.CopyTo(dst, off); err != nil {
+			return fmt.Errorf("copy %d bytes at %d of %s: %w", len(dst), off, m.Path(), err)
+		}
+		c.mapped = c.mapped.add(m, off, int64(len(dst)))
+		return nil
+	}
 	n, err := m.File().ReadAt(dst, off)
 	if n == len(dst) {
 		return nil
@@ -764,7 +786,7 @@ func (c *conn) copyLarge(m *klog.MappedFile, cb []byte, off, n int64) ([]byte, e
 		k := min(n, int64(cap(cb)-len(cb)))
 		start := len(cb)
 		cb = cb[:start+int(k)]
-		if err := readRange(m, cb[start:], off); err != nil {
+		if err := c.readRange(m, cb[start:], off); err != nil {
 			return cb, err
 		}
 		c.sw.Bytes(cb[start:])

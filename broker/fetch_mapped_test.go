@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/kbroker/kbroker/internal/testenv"
+	"github.com/kbroker/kbroker/internal/testpki"
 	"github.com/kbroker/kbroker/partition"
 )
 
@@ -348,4 +351,105 @@ func varintLen(x int64) int {
 		n++
 	}
 	return n
+}
+
+// TestFetchTailFromHugePageMapping: with the commit log mapped for huge
+// pages (kbroker.log.huge.pages) and its page cache filled ahead, a fetch
+// of the newest batches, a small one and one above the copy threshold, is
+// written from the mapping: a pread or sendfile there would act on the
+// readahead marks of the filled pages, and zero-fill the next readahead
+// window past the write position while the consumer waits
+// (log/huge_pages.go). Without the setting the small batch is read with
+// pread and the large one goes with sendfile. On TLS, where every range is
+// copied, the copy is made from the mapping, not with pread.
+func TestFetchTailFromHugePageMapping(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		huge, tls bool
+	}{{"huge", true, false}, {"off", false, false}, {"huge-tls", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			huge := tc.huge
+			edit := func(c *Config) {
+				c.LogHugePages = huge
+				c.LogAllocateAhead = 1 << 20 // grown, and the appends measured, every 512 KiB
+			}
+			var srv *InProcess
+			var cl *kgo.Client
+			if tc.tls {
+				pki := testpki.New(t)
+				srv, _ = tlsServer(t, pki, "none", edit)
+				cl = tlsClient(t, srv, "SSL", &tls.Config{RootCAs: pki.Pool})
+			} else {
+				srv = newTestServer(t, edit)
+				cl = newClient(t, srv)
+			}
+			tp, err := srv.Topics().Create("tail", 1, nil, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := srv.Store().Partition(partition.TopicID(tp.ID), 0)
+			appendBatch := func(b []byte) int64 {
+				t.Helper()
+				r, err := p.Append(b, 9, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.BaseOffset
+			}
+			// Batches of 32 KiB make the allocator fill the page cache
+			// ahead of the appends; go on until the appends reach it.
+			clog := srv.Store().CommitLog()
+			filled := func() bool {
+				files := clog.Files()
+				if len(files) == 0 {
+					return false
+				}
+				f := files[len(files)-1]
+				return f.ReadaheadMarked(f.WrotePosition() - 1)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for k := 0; k < 2048 && !filled() && time.Now().Before(deadline); k++ {
+				appendBatch(valueBatch(0, k, 32, 1024))
+			}
+			if huge && !filled() {
+				t.Skip("nothing filled ahead of 64 MiB of appends: no huge folios in this page cache?")
+			}
+			small, large := valueBatch(0, 0, 4, 1024), valueBatch(0, 1, 32, 1024)
+			from := appendBatch(small)
+			appendBatch(large)
+			pending := func() int {
+				srv.sent.mu.Lock()
+				defer srv.sent.mu.Unlock()
+				return len(srv.sent.mu.spans)
+			}
+			before, copied := pending(), srv.Stats().CopiedBytes
+			req := kmsg.NewPtrFetchRequest()
+			req.Version, req.ReplicaID, req.MaxBytes, req.SessionEpoch = 12, -1, 1<<20, -1
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = "tail", tp.ID
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.FetchOffset, rp.PartitionMaxBytes = from, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp := rawFetch(t, cl, req)
+			got := resp.Topics[0].Partitions[0].RecordBatches
+			if len(got) < len(small) || !bytes.Equal(got[8:len(small)], small[8:]) || !bytes.Equal(got[len(small)+8:], large[8:]) {
+				t.Fatalf("fetched %d bytes, want the %d of the newest batches", len(got), len(small)+len(large))
+			}
+			// The rest went with sendfile (its counter is the process's,
+			// shared with the other tests).
+			want := int64(len(small))
+			if huge || tc.tls {
+				want += int64(len(large))
+			}
+			if n := srv.Stats().CopiedBytes - copied; n != want {
+				t.Errorf("%d bytes copied, want %d", n, want)
+			}
+			if mapped := pending() > before; mapped != huge {
+				t.Errorf("response written from the mapping: %v, want %v", mapped, huge)
+			}
+		})
+	}
 }
