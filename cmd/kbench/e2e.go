@@ -13,14 +13,14 @@ import (
 // e2eSize is the record size of the end-to-end measurement.
 const e2eSize = 1024
 
-// runE2E produces records of 1 KiB at a fixed rate to a new topic of one
-// partition and consumes them with a second client of the same process
+// runE2E produces records of 1 KiB at a fixed rate, lingering linger
+// before sending a batch, to a new topic of one partition and consumes them with a second client of the same process
 // (kgo's default long polling), and reports the end-to-end latency of
 // each record, from its Produce call to its arrival in PollFetches, after
 // a warm-up second. Each record's value starts with the nanoseconds since
 // the run's start at its Produce call. The producer is paced by the
 // clock: when it wakes, it sends every record due by then.
-func runE2E(ctx context.Context, bp *brokerProc, rate int, d time.Duration, lw *latencyFile) (metrics, error) {
+func runE2E(ctx context.Context, bp *brokerProc, rate int, linger, d time.Duration, lw *latencyFile) (metrics, error) {
 	topic := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
 	if err := createTopic(ctx, bp.addr, topic, 1); err != nil {
 		return nil, err
@@ -31,7 +31,7 @@ func runE2E(ctx context.Context, bp *brokerProc, rate int, d time.Duration, lw *
 		return nil, err
 	}
 	defer cons.Close()
-	prod, err := kgo.NewClient(append(produceOpts(bp.addr), kgo.DefaultProduceTopic(topic))...)
+	prod, err := kgo.NewClient(append(produceOpts(bp.addr), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(linger))...)
 	if err != nil {
 		return nil, err
 	}

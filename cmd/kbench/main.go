@@ -142,8 +142,11 @@ type options struct {
 	consumeBatch int
 	e2eRate      int
 	e2eSeconds   float64
-	syncMB       int64
-	startDataMB  int64
+	// e2eLinger is the end-to-end producer's linger (0: none, as kgo's
+	// default).
+	e2eLinger   time.Duration
+	syncMB      int64
+	startDataMB int64
 	// scalePartitions are the partition counts of the scale workload.
 	scalePartitions []int
 	settle          time.Duration
@@ -182,6 +185,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		"instead of reading the produce cases' topics, whose batches depend on the broker's speed (0)")
 	fs.IntVar(&o.e2eRate, "e2e-rate", 10000, "end-to-end `records/s`")
 	fs.Float64Var(&o.e2eSeconds, "e2e-seconds", 10, "end-to-end measured `seconds` (after a warm-up second)")
+	fs.DurationVar(&o.e2eLinger, "e2e-linger", 0, "end-to-end producer's `linger` (e.g. 5ms, the Java producer's default),\n"+
+		"for batches of many records at a low rate")
 	fs.Int64Var(&o.syncMB, "sync-mb", 256, "`MB` of record values per flush case")
 	fs.Int64Var(&o.startDataMB, "start-data-mb", 1024, "`MB` of record values in the data directory of the second start-up case")
 	scaleParts := fs.String("scale-partitions", "1,100,1000,10000", "partition `counts` of the scale workload (topics of 5 partitions)")
@@ -293,7 +298,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.consumeBatch < 0 || o.consumeBatch > 64<<20 {
 		return o, errors.New("--consume-batch-bytes: 0 to 64 MiB")
 	}
-	if o.rounds < 1 || o.produceMB < 1 || o.consumePasses < 1 || o.e2eRate < 1 || o.e2eSeconds <= 0 || o.syncMB < 1 || o.startDataMB < 1 {
+	if o.rounds < 1 || o.produceMB < 1 || o.consumePasses < 1 || o.e2eRate < 1 || o.e2eSeconds <= 0 || o.e2eLinger < 0 || o.syncMB < 1 || o.startDataMB < 1 {
 		return o, errors.New("rounds, volumes, passes, rate and seconds must be positive")
 	}
 	if o.addr != "" {
@@ -533,10 +538,13 @@ func (b *bench) loadRound(ctx context.Context, round int) error {
 	}
 	if b.has("e2e") {
 		name := fmt.Sprintf("%d records/s", b.o.e2eRate)
+		if b.o.e2eLinger > 0 {
+			name += fmt.Sprintf(", linger %v", b.o.e2eLinger)
+		}
 		for _, bp := range order {
 			d := time.Duration(b.o.e2eSeconds * float64(time.Second))
 			m, err := b.measureLogged(bp, "e2e", name, round, func(lw *latencyFile) (metrics, error) {
-				return runE2E(ctx, bp, b.o.e2eRate, d, lw)
+				return runE2E(ctx, bp, b.o.e2eRate, b.o.e2eLinger, d, lw)
 			})
 			if err != nil {
 				return err
