@@ -2,7 +2,6 @@ package log
 
 import (
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,7 +85,7 @@ const markedTailBytes = 16 << 20
 // adds folios sized by the write, 16 KiB for a 16 KiB batch). And fetches
 // that send the range from the mapping fault in, and unmap, 2 MiB per page
 // table entry instead of 4 KiB. Filling is work ahead of need, done on a
-// thread at the lowest priority. It keeps clear of the appender: a huge
+// goroutine of its own. It keeps clear of the appender: a huge
 // page being filled is locked, and an append into it would wait for it.
 type pageCacheFiller struct {
 	// fillFrom is the least global log position worth filling now: the
@@ -134,13 +133,15 @@ func (f *pageCacheFiller) add(m *MappedFile, lo, hi int64) {
 	}
 }
 
-// run fills ranges in order until close. It keeps its OS thread at nice 19
-// and exits still locked to it, so the runtime retires the thread instead
-// of reusing it at the lowered priority.
+// run fills ranges in order until close. It runs at the process's
+// priority, on whatever thread the runtime gives it. It once kept a thread
+// of its own at nice 19, and exited locked to it, since an unprivileged
+// thread cannot be given back its priority; but the runtime then ends the
+// thread, and a child process that a program embedding the broker had
+// started from it with a parent-death signal (os/exec with Pdeathsig) was
+// killed with it: the integration tests' kbroker processes were.
 func (f *pageCacheFiller) run() {
 	defer f.wg.Done()
-	runtime.LockOSThread()
-	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
 	for {
 		f.mu.Lock()
 		var r fillRange
