@@ -141,15 +141,13 @@ type Config struct {
 	LogWarm string `kafka:"kbroker.log.warm"`
 	// LogHugePages maps the commit-log segments for transparent huge
 	// pages and fills their page cache with 2 MiB folios ahead of pwrite
-	// appends, at the lowest priority: appends then copy into the page
-	// cache without allocating it, and fetches map and unmap 2 MiB per
-	// page-table entry. Off by default: it raised consume and large-batch
-	// produce rates, but an end-to-end consumer at the tail saw p99
-	// stalls of 15-20 ms with it, from readahead that the filled pages
-	// set off in the fetch path (docs/BENCHMARKS.md, "Huge pages for the
-	// commit log"). It does nothing with mapped appends, with the
-	// transient store pool, or where the kernel has transparent huge
-	// pages turned off.
+	// appends, once the appends average 8 KiB or more: appends then copy into the page cache without allocating it,
+	// and fetches map and unmap 2 MiB per page-table entry. Fetches at the
+	// tail of such pages read them through the mapping, where readahead
+	// marks cannot set off a zero-fill past the write position
+	// (docs/BENCHMARKS.md, "Huge pages for the commit log"). It does
+	// nothing with mapped appends, with the transient store pool, or
+	// where the kernel has transparent huge pages turned off.
 	LogHugePages bool `kafka:"kbroker.log.huge.pages"`
 	// LogAllocateAhead is the least disk the commit log keeps allocated
 	// ahead of its write position. Under load the lead follows the write
@@ -413,6 +411,7 @@ func DefaultConfig() Config {
 		SyncFlushTimeout:          5 * time.Second,
 		LogAppend:                 klog.AppendPwrite.String(),
 		LogWarm:                   klog.WarmFault.String(),
+		LogHugePages:              true,
 		LogAllocateAhead:          4 << 20,
 		FetchSessionCacheSlots:    defaultFetchSessionSlots,
 		FetchCopyThreshold:        defaultFetchCopyThreshold,

@@ -66,6 +66,13 @@ func residentMapped(dir string) (int64, error) {
 	return sizes["Rss"], err
 }
 
+// smallPages turns kbroker.log.huge.pages off, for tests of which ranges
+// go from the mapping and which with sendfile, and of what mapping them
+// costs in resident memory, in 4 KiB pages: with huge pages, ranges near
+// the tail go from the mapping whatever their size
+// (TestFetchTailFromHugePageMapping).
+func smallPages(c *Config) { c.LogHugePages = false }
+
 // TestFetchInterleavedFromMapping: one consumer of 8 partitions whose
 // batches interleave in the commit log, most under the copy threshold
 // (written from the mapping), some above it (sendfile), gets every record
@@ -85,7 +92,7 @@ func TestFetchInterleavedFromMapping(t *testing.T) {
 
 func testFetchInterleavedFromMapping(t *testing.T, mode string) {
 	dir := t.TempDir()
-	srv, err := StartInProcess(dir, func(c *Config) { c.FlushMode = mode }, WithLogger(zaptest.NewLogger(t)))
+	srv, err := StartInProcess(dir, func(c *Config) { c.FlushMode = mode; smallPages(c) }, WithLogger(zaptest.NewLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +131,7 @@ func testFetchInterleavedFromMapping(t *testing.T, mode string) {
 // where the last stopped.
 func TestFetchMappedSlowReader(t *testing.T) {
 	t.Parallel()
-	srv := newTestServer(t, nil)
+	srv := newTestServer(t, smallPages)
 	il := fillInterleaved(t, srv, "slow", 96)
 	copiedBefore := srv.Stats().CopiedBytes
 	c := dialRaw(t, srv)
@@ -157,7 +164,7 @@ func TestFetchMappedSlowReader(t *testing.T) {
 func TestFetchMappedPeerGone(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	srv, err := StartInProcess(dir, nil, WithLogger(zaptest.NewLogger(t)))
+	srv, err := StartInProcess(dir, smallPages, WithLogger(zaptest.NewLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

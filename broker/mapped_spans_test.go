@@ -26,7 +26,7 @@ func TestFetchMappedSharedReaders(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	const budget = 1 << 20
-	srv, err := StartInProcess(dir, nil, WithLogger(zaptest.NewLogger(t)),
+	srv, err := StartInProcess(dir, smallPages, WithLogger(zaptest.NewLogger(t)),
 		func(b *Broker) { b.sent.budget = budget })
 	if err != nil {
 		t.Fatal(err)
