@@ -145,7 +145,8 @@ type Config struct {
 	// and fetches map and unmap 2 MiB per page-table entry. Fetches at the
 	// tail of such pages read them through the mapping, where readahead
 	// marks cannot set off a zero-fill past the write position
-	// (docs/BENCHMARKS.md, "Huge pages for the commit log"). It does
+	// (docs/BENCHMARKS.md, "Huge pages for the commit log" and "Huge
+	// pages without the readahead stalls"). It does
 	// nothing with mapped appends, with the transient store pool, or
 	// where the kernel has transparent huge pages turned off.
 	LogHugePages bool `kafka:"kbroker.log.huge.pages"`
