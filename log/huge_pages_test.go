@@ -86,16 +86,23 @@ func mappedPages(t *testing.T, b []byte) int {
 	return mapped
 }
 
-// awaitResident waits until every page of b is in the page cache (mincore).
-func awaitResident(t *testing.T, b []byte) {
+// inPageCache returns one byte per page of b, 0 where the page is not in
+// the page cache (mincore).
+func inPageCache(t *testing.T, b []byte) []byte {
 	t.Helper()
 	vec := make([]byte, len(b)/pageSize)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	return vec
+}
+
+// awaitResident waits until every page of b is in the page cache.
+func awaitResident(t *testing.T, b []byte) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
-		if errno != 0 {
-			t.Fatalf("mincore: %v", errno)
-		}
+		vec := inPageCache(t, b)
 		if !bytes.Contains(vec, []byte{0}) {
 			return
 		}
@@ -329,10 +336,7 @@ func TestHugePagesFillReadsNothingAhead(t *testing.T) {
 	f := &pageCacheFiller{fillFrom: func() int64 { return 0 }, done: make(chan struct{})}
 	lo, hi := 2*h, 4*h
 	f.fill(fillRange{m: m, lo: lo, hi: hi})
-	vec := make([]byte, len(m.data)/pageSize)
-	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m.data[0])), uintptr(len(m.data)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-		t.Fatalf("mincore: %v", errno)
-	}
+	vec := inPageCache(t, m.data)
 	if n := bytes.Count(vec[lo/pageSize:hi/pageSize], []byte{0}); n > 0 {
 		t.Errorf("%d KiB of the filled range not in the page cache", n*pageSize>>10)
 	}

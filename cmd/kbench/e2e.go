@@ -14,8 +14,9 @@ import (
 const e2eSize = 1024
 
 // runE2E produces records of 1 KiB at a fixed rate, lingering linger
-// before sending a batch, to a new topic of one partition and consumes them with a second client of the same process
-// (kgo's default long polling), and reports the end-to-end latency of
+// before sending a batch, to a new topic of one partition and consumes
+// them with a second client of the same process (kgo's default long
+// polling), and reports the end-to-end latency of
 // each record, from its Produce call to its arrival in PollFetches, after
 // a warm-up second. Each record's value starts with the nanoseconds since
 // the run's start at its Produce call. The producer is paced by the
