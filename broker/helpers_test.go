@@ -12,9 +12,11 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testenv.LeakOptions()...) }
 
 // newTestServer starts an in-process broker on 127.0.0.1:0 with a
 // temporary data directory, closed at cleanup. edit may change settings.

@@ -8,11 +8,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/kbroker/kbroker/internal/testenv"
 	"github.com/kbroker/kbroker/log"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testenv.LeakOptions()...) }
 
 // testBatch is the input of one Append.
 type testBatch struct {

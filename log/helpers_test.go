@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testenv.LeakOptions()...) }
 
 // testConfig is a small log in a fresh temporary directory.
 func testConfig(t testing.TB, fileSize int64) Config {

@@ -14,12 +14,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/kbroker/kbroker/internal/testenv"
 	klog "github.com/kbroker/kbroker/log"
 	"github.com/kbroker/kbroker/partition"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, testenv.LeakOptions()...)
 }
 
 // Test timeouts: short and explicit.

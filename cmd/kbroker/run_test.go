@@ -23,9 +23,10 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testenv.LeakOptions()...) }
 
 // writeFile writes a config file into a temporary directory.
 func writeFile(t *testing.T, text string) string {
