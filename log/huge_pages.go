@@ -178,11 +178,14 @@ func (f *pageCacheFiller) fill(r fillRange) {
 			continue // the appender is there, or nearly: it fills the page itself
 		}
 		var err error
-		onLowPriorityThread(func() {
+		ran := onLowPriorityThread(f.done, func() {
 			if err = unix.Madvise(m.data[c:c+h], unix.MADV_POPULATE_READ); err == nil {
 				_ = unix.Madvise(m.data[c:c+h], unix.MADV_DONTNEED)
 			}
 		})
+		if !ran {
+			return // closed while the thread was busy with other logs
+		}
 		if err != nil {
 			return // before Linux 5.14, or the range is gone: appends fill it
 		}
@@ -237,13 +240,20 @@ func lowPriorityLoop(work <-chan func()) {
 	}
 }
 
-// onLowPriorityThread runs fn on the low-priority thread and returns once
-// it has run.
-func onLowPriorityThread(fn func()) {
+// onLowPriorityThread runs fn on the low-priority thread and returns true
+// once it has run, or false without running it if stop closes first: the
+// thread is shared, and at nice 19 on a busy machine it may take a while
+// to come to this caller, which a closing log should not wait for.
+func onLowPriorityThread(stop <-chan struct{}, fn func()) bool {
 	done := make(chan struct{})
-	lowPriorityWork() <- func() {
+	select {
+	case lowPriorityWork() <- func() {
 		defer close(done)
 		fn()
+	}:
+	case <-stop:
+		return false
 	}
 	<-done
+	return true
 }

@@ -344,3 +344,31 @@ func TestHugePagesFillReadsNothingAhead(t *testing.T) {
 		t.Errorf("%d KiB past the filled range in the page cache, want none", n*pageSize>>10)
 	}
 }
+
+// TestHugePagesCloseWhileThreadBusy: a log closes without waiting for the
+// shared low-priority thread, busy with another log's filling (here held
+// by the test): its filler gives up the huge page it was about to fill.
+func TestHugePagesCloseWhileThreadBusy(t *testing.T) {
+	cfg := testConfig(t, hugeFileSize)
+	skipWithoutHugePageCache(t, t.TempDir())
+	cfg.Append, cfg.HugePages = AppendPwrite, true
+	l, _ := openLog(t, cfg)
+	m := preparedFile(t, l, 0)
+	started, release := make(chan struct{}), make(chan struct{})
+	go onLowPriorityThread(nil, func() { close(started); <-release })
+	<-started
+	defer close(release)
+	f := newPageCacheFiller(func() int64 { return 0 })
+	f.add(m, 0, m.size)
+	time.Sleep(100 * time.Millisecond) // let it wait for the thread (it passes either way)
+	closed := make(chan struct{})
+	go func() { f.close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("close waited for the low-priority thread")
+	}
+	if got := inPageCache(t, m.data); bytes.Count(got, []byte{0}) != len(got) {
+		t.Errorf("%d pages filled while the thread was held", len(got)-bytes.Count(got, []byte{0}))
+	}
+}
