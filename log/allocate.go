@@ -3,6 +3,7 @@ package log
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -323,19 +324,22 @@ func (s *AllocateMappedFileService) fillPageCache(m *MappedFile, lo, hi int64) {
 	}
 }
 
-// warmLowPriority runs warm on the process's low-priority thread (nice 19,
-// onLowPriorityThread) and waits for it, or returns at once if stop closes
-// before the thread comes to it. Warm-up is work ahead of need: on a busy
-// machine it should give the CPU to the connections whose requests wait
-// instead of taking time slices from them (when it falls behind, appends
-// fault the pages in themselves, as without warm-up). It once ran on a
-// thread of its own that it left locked, so that the runtime ended it;
-// a child process started from that thread with a parent-death signal
-// died with it (lowPriorityLoop).
+// warmLowPriority runs warm on an OS thread of its own at the lowest
+// scheduling priority (nice 19) and waits for it. Warm-up is work ahead of
+// need: on a busy machine it should give the CPU to the connections whose
+// requests wait instead of taking time slices from them (when it falls
+// behind, appends fault the pages in themselves, as without warm-up). The
+// goroutine exits still locked to its thread, so the runtime retires the
+// thread instead of reusing it at the lowered priority.
 func warmLowPriority(m *MappedFile, cfg *Config, lo, hi int64, stop <-chan struct{}) {
-	onLowPriorityThread(stop, func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
 		_ = guardFault(func() { warmRange(m, cfg, lo, hi, stop) })
-	})
+	}()
+	<-done
 }
 
 // warmRange pre-faults the pages of [lo, hi) of the file, which must be

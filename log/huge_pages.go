@@ -213,9 +213,8 @@ func (f *pageCacheFiller) close() {
 }
 
 // lowPriorityWork is the queue of the process's one thread at nice 19,
-// which runs the filling of every commit log and the warm-up of mapped
-// ones (lowPriorityLoop), started at first use. Both are work ahead of
-// need: on a busy machine it
+// which runs the filling of every commit log (lowPriorityLoop), started at
+// the first fill. Filling is work ahead of need: on a busy machine it
 // should take the CPU only when the connections and the clients beside
 // the broker leave it idle (with the filler at normal priority, one kgo
 // producer of 100 B records on 2 cores ran at 0.73x floor-write's rate).
