@@ -130,6 +130,22 @@ func preparedFile(t *testing.T, l *CommitLog, from int64) *MappedFile {
 	return req.file
 }
 
+// hugePagedLog opens a log of pwrite appends mapped for huge pages, with
+// edit (if any) applied to its config, and returns it and its first file
+// as the allocator prepared it. It skips where the page cache keeps no
+// huge folios.
+func hugePagedLog(t *testing.T, edit func(*Config)) (*CommitLog, *MappedFile) {
+	t.Helper()
+	cfg := testConfig(t, hugeFileSize)
+	skipWithoutHugePageCache(t, t.TempDir())
+	cfg.Append, cfg.HugePages = AppendPwrite, true
+	if edit != nil {
+		edit(&cfg)
+	}
+	l, _ := openLog(t, cfg)
+	return l, preparedFile(t, l, 0)
+}
+
 // TestHugePagesFilledAhead: with pwrite appends, the allocator fills a new
 // file's page cache ahead of the appends, the appends write into it, and
 // a read of what they wrote through the mapping (as a fetch's writev
@@ -137,12 +153,8 @@ func preparedFile(t *testing.T, l *CommitLog, from int64) *MappedFile {
 // cache were filled by the appends themselves, in folios the size of each
 // pwrite, nothing would be PMD-mapped.
 func TestHugePagesFilledAhead(t *testing.T) {
-	cfg := testConfig(t, hugeFileSize)
-	skipWithoutHugePageCache(t, t.TempDir())
-	cfg.Append, cfg.HugePages = AppendPwrite, true
-	cfg.AllocateAhead = hugeFileSize // the first file allocated (and filled) whole
-	l, _ := openLog(t, cfg)
-	m := preparedFile(t, l, 0)
+	const ahead = hugeFileSize // the first file allocated (and filled) whole
+	l, m := hugePagedLog(t, func(c *Config) { c.AllocateAhead = ahead })
 	if m.hugePage == 0 {
 		t.Fatal("the commit-log file is not mapped for huge pages")
 	}
@@ -152,7 +164,7 @@ func TestHugePagesFilledAhead(t *testing.T) {
 	l.alloc.smallAppends.Store(false)
 	l.alloc.filler.add(m, 0, m.size)
 	// The filler keeps a quarter of the lead clear of the appender.
-	from := alignUp(cfg.AllocateAhead/4, h)
+	from := alignUp(ahead/4, h)
 	awaitResident(t, m.data[from:])
 	if !m.ReadaheadMarked(from) || m.ReadaheadMarked(from-1) {
 		t.Errorf("ReadaheadMarked at the first filled page %v, just before it %v; want true, false",
@@ -325,11 +337,7 @@ func TestHugePagesAppendsRaceFiller(t *testing.T) {
 // zeroed past what was allocated, and marks a reader at the tail then
 // acts on. MADV_RANDOM (adviseHugePages) stops both.
 func TestHugePagesFillReadsNothingAhead(t *testing.T) {
-	cfg := testConfig(t, hugeFileSize)
-	skipWithoutHugePageCache(t, t.TempDir())
-	cfg.Append, cfg.HugePages = AppendPwrite, true
-	l, _ := openLog(t, cfg)
-	m := preparedFile(t, l, 0)
+	_, m := hugePagedLog(t, nil)
 	h := m.hugePage
 	// The log's own filler fills nothing yet (no append was measured);
 	// this one fills the given range, synchronously.
@@ -349,11 +357,7 @@ func TestHugePagesFillReadsNothingAhead(t *testing.T) {
 // shared low-priority thread, busy with another log's filling (here held
 // by the test): its filler gives up the huge page it was about to fill.
 func TestHugePagesCloseWhileThreadBusy(t *testing.T) {
-	cfg := testConfig(t, hugeFileSize)
-	skipWithoutHugePageCache(t, t.TempDir())
-	cfg.Append, cfg.HugePages = AppendPwrite, true
-	l, _ := openLog(t, cfg)
-	m := preparedFile(t, l, 0)
+	_, m := hugePagedLog(t, nil)
 	started, release := make(chan struct{}), make(chan struct{})
 	go onLowPriorityThread(nil, func() { close(started); <-release })
 	<-started
