@@ -71,7 +71,11 @@ func (m *MappedFile) adviseHugePages() bool {
 // the first page not in the page cache set nothing off.
 func (m *MappedFile) ReadaheadMarked(off int64) bool {
 	first := m.filled.Load()
-	return first != 0 && off >= first-1 && !m.IsFull() && off > m.WrotePosition()-markedTailBytes
+	if first == 0 || off < first-1 {
+		return false
+	}
+	wrote := m.WrotePosition()
+	return wrote < m.size && off > wrote-markedTailBytes
 }
 
 // markedTailBytes is how far behind the write position ReadaheadMarked
