@@ -432,15 +432,7 @@ func TestFetchTailFromHugePageMapping(t *testing.T) {
 				return len(srv.sent.mu.spans)
 			}
 			before, copied := pending(), srv.Stats().CopiedBytes
-			req := kmsg.NewPtrFetchRequest()
-			req.Version, req.ReplicaID, req.MaxBytes, req.SessionEpoch = 12, -1, 1<<20, -1
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = "tail", tp.ID
-			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.FetchOffset, rp.PartitionMaxBytes = from, 1<<20
-			rt.Partitions = append(rt.Partitions, rp)
-			req.Topics = append(req.Topics, rt)
-			resp := rawFetch(t, cl, req)
+			resp := rawFetch(t, cl, fetchReq(srv, 12, "tail", from, 1<<20, 1<<20))
 			got := resp.Topics[0].Partitions[0].RecordBatches
 			if len(got) < len(small) || !bytes.Equal(got[8:len(small)], small[8:]) || !bytes.Equal(got[len(small)+8:], large[8:]) {
 				t.Fatalf("fetched %d bytes, want the %d of the newest batches", len(got), len(small)+len(large))
