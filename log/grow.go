@@ -165,11 +165,12 @@ func (s *AllocateMappedFileService) adapt(now time.Time, pos int64) int64 {
 // needGrow tells the worker when the allocation arranged ahead of global
 // write position pos fell below half of the lead wanted. It costs two
 // atomic loads (and, when the page cache is filled ahead, the count of
-// appends) when nothing is due and never blocks: the appender calls it
-// after every append.
+// appends and the filler's progress check) when nothing is due and never
+// blocks: the appender calls it after every append.
 func (s *AllocateMappedFileService) needGrow(pos int64) {
 	if s.filler != nil {
 		s.appends.Add(1)
+		s.filler.progress(pos)
 	}
 	if s.frontier.Load()-pos >= s.lead.Load()/2 {
 		return

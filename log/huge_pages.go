@@ -1,11 +1,13 @@
 package log
 
 import (
+	"math"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -93,9 +95,13 @@ const markedTailBytes = 16 << 20
 // lowest priority. It keeps clear of the appender: a huge
 // page being filled is locked, and an append into it would wait for it.
 type pageCacheFiller struct {
-	// fillFrom is the least global log position worth filling now: the
-	// write position plus a margin, or math.MaxInt64 for nothing.
-	fillFrom func() int64
+	// window is the range of global log positions worth filling now
+	// (fillWindow), and the write position it was taken at.
+	window func() fillWindow
+	// resumeAt is the write position at which the appender wakes a
+	// filler that waits for it to come nearer (progress); math.MaxInt64
+	// while none waits.
+	resumeAt atomic.Int64
 
 	mu     sync.Mutex
 	queue  []fillRange
@@ -111,8 +117,16 @@ type fillRange struct {
 	lo, hi int64
 }
 
-func newPageCacheFiller(fillFrom func() int64) *pageCacheFiller {
-	f := &pageCacheFiller{fillFrom: fillFrom, wake: make(chan struct{}, 1), done: make(chan struct{})}
+// fillWindow is where the filler may fill: the huge pages that start at
+// or after from and end at or before to, global log positions, taken when
+// the write position was wrote. from is math.MaxInt64 for nothing.
+type fillWindow struct {
+	wrote, from, to int64
+}
+
+func newPageCacheFiller(window func() fillWindow) *pageCacheFiller {
+	f := &pageCacheFiller{window: window, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	f.resumeAt.Store(math.MaxInt64)
 	f.wg.Add(1)
 	go f.run()
 	return f
@@ -132,9 +146,23 @@ func (f *pageCacheFiller) add(m *MappedFile, lo, hi int64) {
 	}
 	f.queue = append(f.queue, fillRange{m: m, lo: lo, hi: hi})
 	f.mu.Unlock()
+	f.signal()
+}
+
+func (f *pageCacheFiller) signal() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
+	}
+}
+
+// progress wakes the filler if it waits for the appender to reach the
+// global write position pos or beyond. The appender calls it after every
+// append: one atomic load while nothing is due.
+func (f *pageCacheFiller) progress(pos int64) {
+	if pos >= f.resumeAt.Load() {
+		f.resumeAt.Store(math.MaxInt64)
+		f.signal()
 	}
 }
 
@@ -164,21 +192,19 @@ func (f *pageCacheFiller) run() {
 	}
 }
 
-// fill fills the whole huge pages of [lo, hi) that lie past fillFrom: a
-// read of each populates the page cache (the mapping's
-// MADV_HUGEPAGE makes the kernel read ahead in huge folios; unwritten
-// extents and holes read as zeros without I/O), and the mapping is dropped
-// again at once, so filling costs no resident memory. A huge page that
-// reaches past hi is left for the next range, which starts in it.
+// fill fills the whole huge pages of [lo, hi) as the window reaches them:
+// a read of each populates the page cache (the mapping's MADV_HUGEPAGE
+// makes the kernel read ahead in huge folios; unwritten extents and holes
+// read as zeros without I/O), and the mapping is dropped again at once, so
+// filling costs no resident memory. A huge page that reaches past hi is
+// left for the next range, which starts in it.
 func (f *pageCacheFiller) fill(r fillRange) {
 	m, h := r.m, r.m.hugePage
 	for c := r.lo &^ (h - 1); c+h <= r.hi; c += h {
-		select {
-		case <-f.done:
+		switch f.await(m.from+c, h) {
+		case fillStop:
 			return
-		default:
-		}
-		if m.from+c < f.fillFrom() {
+		case fillSkip:
 			continue // the appender is there, or nearly: it fills the page itself
 		}
 		var err error
@@ -194,6 +220,44 @@ func (f *pageCacheFiller) fill(r fillRange) {
 			return // before Linux 5.14, or the range is gone: appends fill it
 		}
 		m.filled.CompareAndSwap(0, c+1) // ranges come in order: c is the first
+	}
+}
+
+// What await says about a huge page.
+const (
+	fillNow = iota
+	fillSkip
+	fillStop
+)
+
+// await waits until the huge page of h bytes at global position g lies
+// in the window, and says whether to fill it now, to skip it (the window
+// passed it) or to stop (the filler closed). A page further ahead than the
+// window waits for the appender to come nearer: filled long before it is
+// written, its memory would be taken for nothing if the writes stopped
+// there (kbench's produce cases end so, and the allocation runs up to two
+// files ahead of the write position).
+func (f *pageCacheFiller) await(g, h int64) int {
+	for {
+		w := f.window()
+		if g < w.from {
+			return fillSkip
+		}
+		if g+h <= w.to {
+			return fillNow
+		}
+		// Wake when the appender has moved the window over the page,
+		// then look again: the window moves with the lead too.
+		f.resumeAt.Store(w.wrote + g + h - w.to)
+		if w := f.window(); g < w.from || g+h <= w.to {
+			f.resumeAt.Store(math.MaxInt64)
+			continue
+		}
+		select {
+		case <-f.wake:
+		case <-f.done:
+			return fillStop
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -154,7 +155,10 @@ func hugePagedLog(t *testing.T, edit func(*Config)) (*CommitLog, *MappedFile) {
 // pwrite, nothing would be PMD-mapped.
 func TestHugePagesFilledAhead(t *testing.T) {
 	const ahead = hugeFileSize // the first file allocated (and filled) whole
-	l, m := hugePagedLog(t, func(c *Config) { c.AllocateAhead = ahead })
+	l, m := hugePagedLog(t, func(c *Config) {
+		c.AllocateAhead = ahead
+		c.AllocateHorizon = time.Nanosecond // the lead stays at AllocateAhead
+	})
 	if m.hugePage == 0 {
 		t.Fatal("the commit-log file is not mapped for huge pages")
 	}
@@ -163,9 +167,17 @@ func TestHugePagesFilledAhead(t *testing.T) {
 	// measured large. Queue it again as if they had been.
 	l.alloc.smallAppends.Store(false)
 	l.alloc.filler.add(m, 0, m.size)
-	// The filler keeps a quarter of the lead clear of the appender.
-	from := alignUp(ahead/4, h)
-	awaitResident(t, m.data[from:])
+	// The filler fills the huge pages of its window, an eighth to a
+	// quarter of the lead ahead of the appender, as the appender moves.
+	awaitWindow := func() {
+		t.Helper()
+		w := l.alloc.fillWindow()
+		if lo, hi := alignUp(w.from, h), min(w.to&^(h-1), m.size); lo < hi {
+			awaitResident(t, m.data[lo:hi])
+		}
+	}
+	awaitWindow()
+	from := alignUp(ahead/8, h) // the first page filled
 	if !m.ReadaheadMarked(from) || m.ReadaheadMarked(from-1) {
 		t.Errorf("ReadaheadMarked at the first filled page %v, just before it %v; want true, false",
 			m.ReadaheadMarked(from), m.ReadaheadMarked(from-1))
@@ -178,6 +190,9 @@ func TestHugePagesFilledAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 		results = append(results, r)
+		if i%64 == 63 { // every MiB, less than the window is wide
+			awaitWindow()
+		}
 	}
 	// Read what was written through the mapping, as writev does.
 	out, err := os.Create(t.TempDir() + "/copy")
@@ -249,14 +264,14 @@ func TestHugePagesNotForSmallAppends(t *testing.T) {
 	await := func(what string, ok func(from int64) bool) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
-		for !ok(l.alloc.fillFrom()) {
+		for !ok(l.alloc.fillWindow().from) {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: the filler may fill from %d", what, l.alloc.fillFrom())
+				t.Fatalf("%s: the filler may fill from %d", what, l.alloc.fillWindow().from)
 			}
 			time.Sleep(time.Millisecond)
 		}
 	}
-	if from := l.alloc.fillFrom(); from != math.MaxInt64 {
+	if from := l.alloc.fillWindow().from; from != math.MaxInt64 {
 		t.Fatalf("the filler may fill from %d before any append was measured", from)
 	}
 	appendUntil(1000, 8<<20)
@@ -341,7 +356,7 @@ func TestHugePagesFillReadsNothingAhead(t *testing.T) {
 	h := m.hugePage
 	// The log's own filler fills nothing yet (no append was measured);
 	// this one fills the given range, synchronously.
-	f := &pageCacheFiller{fillFrom: func() int64 { return 0 }, done: make(chan struct{})}
+	f := &pageCacheFiller{window: everywhere, done: make(chan struct{})}
 	lo, hi := 2*h, 4*h
 	f.fill(fillRange{m: m, lo: lo, hi: hi})
 	vec := inPageCache(t, m.data)
@@ -362,7 +377,7 @@ func TestHugePagesCloseWhileThreadBusy(t *testing.T) {
 	go onLowPriorityThread(nil, func() { close(started); <-release })
 	<-started
 	defer close(release)
-	f := newPageCacheFiller(func() int64 { return 0 })
+	f := newPageCacheFiller(everywhere)
 	f.add(m, 0, m.size)
 	time.Sleep(100 * time.Millisecond) // let it wait for the thread (it passes either way)
 	closed := make(chan struct{})
@@ -374,5 +389,47 @@ func TestHugePagesCloseWhileThreadBusy(t *testing.T) {
 	}
 	if got := inPageCache(t, m.data); bytes.Count(got, []byte{0}) != len(got) {
 		t.Errorf("%d pages filled while the thread was held", len(got)-bytes.Count(got, []byte{0}))
+	}
+}
+
+// everywhere is a filler window that takes every huge page.
+func everywhere() fillWindow { return fillWindow{to: math.MaxInt64} }
+
+// TestHugePagesFillOnlyNearTheAppends: the filler fills the huge pages in
+// its window and waits there until the appender moves the window on,
+// instead of filling all the allocator allocated ahead, up to two files,
+// which a log whose appends stop never writes.
+func TestHugePagesFillOnlyNearTheAppends(t *testing.T) {
+	_, m := hugePagedLog(t, nil)
+	h := m.hugePage
+	var wrote atomic.Int64
+	window := func() fillWindow {
+		w := wrote.Load()
+		return fillWindow{wrote: w, from: w, to: w + 2*h}
+	}
+	f := newPageCacheFiller(window)
+	defer f.close()
+	f.add(m, 0, m.size)
+	filled := func(lo, hi int64) int { // pages of [lo, hi) in the page cache
+		vec := inPageCache(t, m.data[lo:hi])
+		return len(vec) - bytes.Count(vec, []byte{0})
+	}
+
+	awaitResident(t, m.data[:2*h])
+	time.Sleep(100 * time.Millisecond) // time to fill on, were it not waiting
+	if n := filled(2*h, m.size); n > 0 {
+		t.Fatalf("%d KiB filled past the window", n*pageSize>>10)
+	}
+	// The appender moves on by three huge pages: the page it passed is
+	// left to it, the next two are filled.
+	wrote.Store(3 * h)
+	f.progress(3 * h)
+	awaitResident(t, m.data[3*h:5*h])
+	time.Sleep(100 * time.Millisecond)
+	if n := filled(2*h, 3*h); n > 0 {
+		t.Errorf("%d KiB filled behind the window", n*pageSize>>10)
+	}
+	if n := filled(5*h, m.size); n > 0 {
+		t.Errorf("%d KiB filled past the window", n*pageSize>>10)
 	}
 }
