@@ -296,27 +296,33 @@ func (s *AllocateMappedFileService) adviseHugePages(m *MappedFile) {
 	}
 }
 
-// fillWindow keeps the filler between a quarter and half of the lead
-// ahead of the appender: at 2 GB/s, with the lead at two 128 MiB files,
-// that is 64 to 128 MiB, 30 to 60 ms of appends, and filling a huge page
-// takes well under a millisecond (5 ms where the hypervisor must first
-// back the memory). The window is at least two huge pages wide, so an
-// idle log, with its 4 MiB lead, has what it allocated filled from 1 MiB
-// ahead. Filling no further bounds what is filled and never written when
-// the appends stop to half the lead. With the whole allocation filled (up
-// to two files ahead), 768-1,009 MiB of the commit log were in the page
-// cache after kbench's 512 MB produce cases wrote 600-700 MiB, and the
-// zeroing of memory the hypervisor had to back first was most of the
-// broker's CPU (docs/BENCHMARKS.md, "The filler's window"). Closer to the
-// appender than a quarter of the lead, the filler, at the lowest priority,
-// fell behind more often. While the appends are small it stops the
-// filler.
+// fillWindow keeps the filler between a sixteenth and half of the lead
+// ahead of the appender.
+//
+// The near end keeps it clear of the appender: at 1 GB/s, with the lead
+// at two 128 MiB files, it is 16 MiB, 16 ms of appends, and filling a
+// huge page takes well under a millisecond (5 ms where the hypervisor
+// must first back the memory). A quarter of the lead left the first
+// 64 MiB of every burst to the appender when the lead grew with the rate:
+// 68 of the 123 MiB a burst wrote were in small folios (mapped 4 KiB at a
+// time by every fetch), 20 now.
+//
+// The far end bounds what is filled and never written when the appends
+// stop to half the lead. With the whole allocation filled (up to two
+// files ahead), 768-1,009 MiB of the commit log were in the page cache
+// after kbench's 512 MB produce cases wrote 600-700 MiB, and zeroing
+// memory the hypervisor had to back first was most of the broker's CPU
+// (docs/BENCHMARKS.md, "The filler's window").
+//
+// The window is at least two huge pages wide, so an idle log, with its
+// 4 MiB lead, has what it allocated filled from 256 KiB ahead. While the
+// appends are small it stops the filler.
 func (s *AllocateMappedFileService) fillWindow() fillWindow {
 	if s.smallAppends.Load() {
 		return fillWindow{from: math.MaxInt64, to: math.MaxInt64}
 	}
 	wrote, lead := s.queue.WrotePosition(), s.lead.Load()
-	return fillWindow{wrote: wrote, from: wrote + lead/4, to: wrote + lead/2 + 2*hugePageSize()}
+	return fillWindow{wrote: wrote, from: wrote + lead/16, to: wrote + lead/2 + 2*hugePageSize()}
 }
 
 // minFilledAppend is the least average write for which the page cache is

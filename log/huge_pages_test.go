@@ -167,7 +167,7 @@ func TestHugePagesFilledAhead(t *testing.T) {
 	// measured large. Queue it again as if they had been.
 	l.alloc.smallAppends.Store(false)
 	l.alloc.filler.add(m, 0, m.size)
-	// The filler fills the huge pages of its window, a quarter to half
+	// The filler fills the huge pages of its window, a sixteenth to half
 	// of the lead ahead of the appender, as the appender moves.
 	awaitWindow := func() {
 		t.Helper()
@@ -177,7 +177,7 @@ func TestHugePagesFilledAhead(t *testing.T) {
 		}
 	}
 	awaitWindow()
-	from := alignUp(ahead/4, h) // the first page filled
+	from := alignUp(ahead/16, h) // the first page filled
 	if !m.ReadaheadMarked(from) || m.ReadaheadMarked(from-1) {
 		t.Errorf("ReadaheadMarked at the first filled page %v, just before it %v; want true, false",
 			m.ReadaheadMarked(from), m.ReadaheadMarked(from-1))
