@@ -3,7 +3,6 @@ package log
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -341,22 +340,32 @@ func (s *AllocateMappedFileService) fillPageCache(m *MappedFile, lo, hi int64) {
 	}
 }
 
-// warmLowPriority runs warm on an OS thread of its own at the lowest
-// scheduling priority (nice 19) and waits for it. Warm-up is work ahead of
-// need: on a busy machine it should give the CPU to the connections whose
-// requests wait instead of taking time slices from them (when it falls
-// behind, appends fault the pages in themselves, as without warm-up). The
-// goroutine exits still locked to its thread, so the runtime retires the
-// thread instead of reusing it at the lowered priority.
+// warmLowPriority warms [lo, hi) of m as warmRange does, on the
+// low-priority thread, one chunk at a time, and waits for it. Warm-up is
+// work ahead of need: on a busy machine it should give the CPU to the
+// connections whose requests wait instead of taking time slices from them
+// (when it falls behind, appends fault the pages in themselves, as
+// without warm-up). The thread runs only the touching of a chunk, and
+// stop is checked here between chunks (the thread may touch none of a
+// caller's channels).
 func warmLowPriority(m *MappedFile, cfg *Config, lo, hi int64, stop <-chan struct{}) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
-		_ = guardFault(func() { warmRange(m, cfg, lo, hi, stop) })
-	}()
-	<-done
+	chunk := int64(cfg.WarmFlushPages) * pageSize
+	for off := lo; off < hi; off += chunk {
+		var err error
+		end := min(off+chunk, hi)
+		ran := onLowPriorityThread(stop, func() {
+			err = guardFault(func() { err = warmChunk(m, cfg, off, end) })
+		})
+		if !ran || err != nil {
+			return
+		}
+		select {
+		case <-stop:
+			return
+		default:
+		}
+	}
+	warmLock(m, cfg, lo, hi)
 }
 
 // warmRange pre-faults the pages of [lo, hi) of the file, which must be
@@ -373,28 +382,41 @@ func warmRange(m *MappedFile, cfg *Config, lo, hi int64, stop <-chan struct{}) {
 			return
 		default:
 		}
-		end := min(off+chunk, hi)
-		switch cfg.Warm {
-		case WarmFault:
-			for p := off; p < end; p += pageSize {
-				// An atomic read-modify-write: the appender may be
-				// writing into this page at the same moment, and a
-				// plain store could undo its bytes.
-				atomic.AddUint32((*uint32)(unsafe.Pointer(&m.data[p])), 0)
-			}
-		case WarmPopulate:
-			if err := unix.Madvise(m.data[off:end], unix.MADV_POPULATE_WRITE); err != nil {
-				return
-			}
-		case WarmTouch:
-			for p := off; p < end; p += pageSize {
-				m.data[p] = 0
-			}
-		}
-		if cfg.SyncFlush {
-			_ = unix.Msync(m.data[off:end], unix.MS_SYNC)
+		if warmChunk(m, cfg, off, min(off+chunk, hi)) != nil {
+			return
 		}
 	}
+	warmLock(m, cfg, lo, hi)
+}
+
+// warmChunk pre-faults the pages of [off, end) as cfg.Warm says and, in
+// sync mode, flushes them.
+func warmChunk(m *MappedFile, cfg *Config, off, end int64) error {
+	switch cfg.Warm {
+	case WarmFault:
+		for p := off; p < end; p += pageSize {
+			// An atomic read-modify-write: the appender may be
+			// writing into this page at the same moment, and a
+			// plain store could undo its bytes.
+			atomic.AddUint32((*uint32)(unsafe.Pointer(&m.data[p])), 0)
+		}
+	case WarmPopulate:
+		if err := unix.Madvise(m.data[off:end], unix.MADV_POPULATE_WRITE); err != nil {
+			return err
+		}
+	case WarmTouch:
+		for p := off; p < end; p += pageSize {
+			m.data[p] = 0
+		}
+	}
+	if cfg.SyncFlush {
+		_ = unix.Msync(m.data[off:end], unix.MS_SYNC)
+	}
+	return nil
+}
+
+// warmLock mlocks [lo, hi) of m if cfg.Mlock asks for it.
+func warmLock(m *MappedFile, cfg *Config, lo, hi int64) {
 	if cfg.Mlock && hi > lo {
 		if unix.Mlock(m.data[lo:hi]) == nil {
 			m.locked.Store(true)

@@ -3,7 +3,6 @@ package log
 import (
 	"math"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -278,50 +277,4 @@ func (f *pageCacheFiller) close() {
 		r.m.Release()
 	}
 	f.queue = nil
-}
-
-// lowPriorityWork is the queue of the process's one thread at nice 19,
-// which runs the filling of every commit log (lowPriorityLoop), started at
-// the first fill. Filling is work ahead of need: on a busy machine it
-// should take the CPU only when the connections and the clients beside
-// the broker leave it idle (with the filler at normal priority, one kgo
-// producer of 100 B records on 2 cores ran at 0.73x floor-write's rate).
-var lowPriorityWork = sync.OnceValue(func() chan func() {
-	work := make(chan func())
-	go lowPriorityLoop(work)
-	return work
-})
-
-// lowPriorityLoop runs the functions sent on work, on a thread locked to
-// it at nice 19, and never returns. A goroutine that exits locked to a
-// thread makes the runtime end the thread (it cannot give the thread back
-// at nice 19, and an unprivileged thread cannot raise its priority again),
-// and a child process that a program embedding the broker started from
-// that thread with a parent-death signal (os/exec with Pdeathsig) is
-// killed with it. With one such thread per commit log, ended when the log
-// closed, one of the integration tests' kbroker processes was.
-func lowPriorityLoop(work <-chan func()) {
-	runtime.LockOSThread()
-	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
-	for fn := range work {
-		fn()
-	}
-}
-
-// onLowPriorityThread runs fn on the low-priority thread and returns true
-// once it has run, or false without running it if stop closes first: the
-// thread is shared, and at nice 19 on a busy machine it may take a while
-// to come to this caller, which a closing log should not wait for.
-func onLowPriorityThread(stop <-chan struct{}, fn func()) bool {
-	done := make(chan struct{})
-	select {
-	case lowPriorityWork() <- func() {
-		defer close(done)
-		fn()
-	}:
-	case <-stop:
-		return false
-	}
-	<-done
-	return true
 }

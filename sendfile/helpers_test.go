@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind: a send
 // that hangs on a closed peer would show up here.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testenv.LeakOptions()...) }
 
 // testRand returns a generator seeded from the clock; the seed is logged so
 // a failure can be replayed.

@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, testenv.LeakOptions()...)
 }
 
 // strp returns a pointer to s, for config maps.

@@ -8,10 +8,12 @@ import (
 	"testing/synctest"
 
 	"go.uber.org/goleak"
+
+	"github.com/kbroker/kbroker/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, testenv.LeakOptions()...)
 }
 
 // fakeMetadata is a topic registry for tests.
