@@ -349,23 +349,13 @@ func (s *AllocateMappedFileService) fillPageCache(m *MappedFile, lo, hi int64) {
 // stop is checked here between chunks (the thread may touch none of a
 // caller's channels).
 func warmLowPriority(m *MappedFile, cfg *Config, lo, hi int64, stop <-chan struct{}) {
-	chunk := int64(cfg.WarmFlushPages) * pageSize
-	for off := lo; off < hi; off += chunk {
+	warmChunks(m, cfg, lo, hi, stop, func(off, end int64) error {
 		var err error
-		end := min(off+chunk, hi)
-		ran := onLowPriorityThread(stop, func() {
-			err = guardFault(func() { err = warmChunk(m, cfg, off, end) })
-		})
-		if !ran || err != nil {
-			return
+		if !onLowPriorityThread(stop, func() { err = guardFault(func() { err = warmChunk(m, cfg, off, end) }) }) {
+			return ErrClosed
 		}
-		select {
-		case <-stop:
-			return
-		default:
-		}
-	}
-	warmLock(m, cfg, lo, hi)
+		return err
+	})
 }
 
 // warmRange pre-faults the pages of [lo, hi) of the file, which must be
@@ -375,6 +365,13 @@ func warmLowPriority(m *MappedFile, cfg *Config, lo, hi int64, stop <-chan struc
 // stop closes. Errors are ignored: warm-up is only an optimisation, and
 // appends fault pages in on their own.
 func warmRange(m *MappedFile, cfg *Config, lo, hi int64, stop <-chan struct{}) {
+	warmChunks(m, cfg, lo, hi, stop, func(off, end int64) error { return warmChunk(m, cfg, off, end) })
+}
+
+// warmChunks runs warm on each chunk of WarmFlushPages pages of [lo, hi),
+// until stop closes or warm fails, then mlocks the range if cfg.Mlock
+// asks for it.
+func warmChunks(m *MappedFile, cfg *Config, lo, hi int64, stop <-chan struct{}, warm func(off, end int64) error) {
 	chunk := int64(cfg.WarmFlushPages) * pageSize
 	for off := lo; off < hi; off += chunk {
 		select {
@@ -382,11 +379,15 @@ func warmRange(m *MappedFile, cfg *Config, lo, hi int64, stop <-chan struct{}) {
 			return
 		default:
 		}
-		if warmChunk(m, cfg, off, min(off+chunk, hi)) != nil {
+		if warm(off, min(off+chunk, hi)) != nil {
 			return
 		}
 	}
-	warmLock(m, cfg, lo, hi)
+	if cfg.Mlock && hi > lo {
+		if unix.Mlock(m.data[lo:hi]) == nil {
+			m.locked.Store(true)
+		}
+	}
 }
 
 // warmChunk pre-faults the pages of [off, end) as cfg.Warm says and, in
@@ -413,15 +414,6 @@ func warmChunk(m *MappedFile, cfg *Config, off, end int64) error {
 		_ = unix.Msync(m.data[off:end], unix.MS_SYNC)
 	}
 	return nil
-}
-
-// warmLock mlocks [lo, hi) of m if cfg.Mlock asks for it.
-func warmLock(m *MappedFile, cfg *Config, lo, hi int64) {
-	if cfg.Mlock && hi > lo {
-		if unix.Mlock(m.data[lo:hi]) == nil {
-			m.locked.Store(true)
-		}
-	}
 }
 
 // close stops the worker and closes every file it built that nobody took.
