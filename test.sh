@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run): vet, format check, every
-# test under the race detector, then each fuzz target briefly.
+# test under the race detector, the allocation checks without it, then
+# each fuzz target briefly.
 #
 #   FUZZ_SCALE=1            multiplies each fuzz target's execution budget
 #                           (0 skips fuzzing; 100 for a long run by hand).
@@ -51,6 +52,11 @@ fi
 
 echo "== go test -race"
 go test -race -count=1 -timeout 15m ./...
+
+# The allocation checks skip under -race (its runtime allocates as the
+# broker runs), so they get a run of their own without it.
+echo "== allocation tests without -race"
+go test -count=1 -timeout 5m -run 'Alloc|BuffersSettle' ./broker/ ./flush/ ./log/ ./partition/... ./sendfile/ ./consumequeue/ ./protocol/
 
 if [ "${KBROKER_SKIP_JAVA:-}" = "1" ]; then
 	echo "== Java client tests skipped (KBROKER_SKIP_JAVA=1)"

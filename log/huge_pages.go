@@ -102,6 +102,16 @@ type pageCacheFiller struct {
 	// while none waits.
 	resumeAt atomic.Int64
 
+	// page is the huge page the low-priority thread fills next and
+	// pageErr what filling it returned; populate (populatePage, bound
+	// once) fills it. Only run's goroutine sets page, and it waits while
+	// the thread runs: reusing them, filling allocates nothing per page
+	// (a closure per page was the one allocation of a steady produce
+	// load, TestProduceAllocations).
+	page     []byte
+	pageErr  error
+	populate func()
+
 	mu     sync.Mutex
 	queue  []fillRange
 	closed bool
@@ -125,6 +135,7 @@ type fillWindow struct {
 
 func newPageCacheFiller(window func() fillWindow) *pageCacheFiller {
 	f := &pageCacheFiller{window: window, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	f.populate = f.populatePage
 	f.resumeAt.Store(math.MaxInt64)
 	f.wg.Add(1)
 	go f.run()
@@ -206,19 +217,24 @@ func (f *pageCacheFiller) fill(r fillRange) {
 		case fillSkip:
 			continue // the appender is there, or nearly: it fills the page itself
 		}
-		var err error
-		ran := onLowPriorityThread(f.done, func() {
-			if err = unix.Madvise(m.data[c:c+h], unix.MADV_POPULATE_READ); err == nil {
-				_ = unix.Madvise(m.data[c:c+h], unix.MADV_DONTNEED)
-			}
-		})
+		f.page, f.pageErr = m.data[c:c+h], nil
+		ran := onLowPriorityThread(f.done, f.populate)
+		f.page = nil
 		if !ran {
 			return // closed while the thread was busy with other logs
 		}
-		if err != nil {
+		if f.pageErr != nil {
 			return // before Linux 5.14, or the range is gone: appends fill it
 		}
 		m.filled.CompareAndSwap(0, c+1) // ranges come in order: c is the first
+	}
+}
+
+// populatePage reads f.page into the page cache and drops its mapping
+// again at once; it runs on the low-priority thread.
+func (f *pageCacheFiller) populatePage() {
+	if f.pageErr = unix.Madvise(f.page, unix.MADV_POPULATE_READ); f.pageErr == nil {
+		_ = unix.Madvise(f.page, unix.MADV_DONTNEED)
 	}
 }
 

@@ -357,6 +357,7 @@ func TestHugePagesFillReadsNothingAhead(t *testing.T) {
 	// The log's own filler fills nothing yet (no append was measured);
 	// this one fills the given range, synchronously.
 	f := &pageCacheFiller{window: everywhere, done: make(chan struct{})}
+	f.populate = f.populatePage
 	lo, hi := 2*h, 4*h
 	f.fill(fillRange{m: m, lo: lo, hi: hi})
 	vec := inPageCache(t, m.data)
