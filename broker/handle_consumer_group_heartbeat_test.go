@@ -113,23 +113,23 @@ func TestConsumerGroupHeartbeat(t *testing.T) {
 	b := newCGMember(t, srv, 1, "g", "member-b", "foo")
 
 	r := a.mustBeat()
-	if a.id == "" || r.MemberEpoch != 1 || r.HeartbeatIntervalMillis != 5000 || a.partitions() != 4 {
+	if a.id == "" || r.MemberEpoch != 2 || r.HeartbeatIntervalMillis != 5000 || a.partitions() != 4 {
 		t.Fatalf("a's join: %+v", r)
 	}
 	if r.Assignment.Topics[0].TopicID != foo.ID {
 		t.Fatalf("topic id %x, want the registry's %x", r.Assignment.Topics[0].TopicID, foo.ID)
 	}
 	r = b.mustBeat()
-	if b.id != "member-b" || r.MemberEpoch != 2 || b.partitions() != 0 {
+	if b.id != "member-b" || r.MemberEpoch != 3 || b.partitions() != 0 {
 		t.Fatalf("b's join: %+v", r)
 	}
 	a.mustBeat() // revoke 2
-	if a.partitions() != 2 || a.epoch != 1 {
-		t.Fatalf("a after the new target: %d partitions at epoch %d, want 2 at 1", a.partitions(), a.epoch)
+	if a.partitions() != 2 || a.epoch != 2 {
+		t.Fatalf("a after the new target: %d partitions at epoch %d, want 2 at 2", a.partitions(), a.epoch)
 	}
 	a.mustBeat() // acknowledged
 	b.mustBeat()
-	if a.epoch != 2 || b.partitions() != 2 {
+	if a.epoch != 3 || b.partitions() != 2 {
 		t.Fatalf("after a revoked: a at epoch %d, b owns %d", a.epoch, b.partitions())
 	}
 
@@ -139,7 +139,7 @@ func TestConsumerGroupHeartbeat(t *testing.T) {
 			t.Fatalf("describe v%d: %d groups", v, len(resp.Groups))
 		}
 		g := resp.Groups[0]
-		if g.ErrorCode != 0 || g.State != "Stable" || g.Epoch != 2 || g.AssignmentEpoch != 2 || g.AssignorName != "uniform" ||
+		if g.ErrorCode != 0 || g.State != "Stable" || g.Epoch != 3 || g.AssignmentEpoch != 3 || g.AssignorName != "uniform" ||
 			len(g.Members) != 2 || g.AuthorizedOperations != groupAuthorizedOps {
 			t.Fatalf("describe v%d: %+v", v, g)
 		}
@@ -163,7 +163,7 @@ func TestConsumerGroupHeartbeat(t *testing.T) {
 		t.Fatalf("b's leave: %+v", r)
 	}
 	a.mustBeat()
-	if a.partitions() != 4 || a.epoch != 3 {
+	if a.partitions() != 4 || a.epoch != 4 {
 		t.Fatalf("a after b left: %d partitions at epoch %d", a.partitions(), a.epoch)
 	}
 
@@ -173,7 +173,7 @@ func TestConsumerGroupHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.mustBeat()
-	if a.partitions() != 6 || a.epoch != 4 {
+	if a.partitions() != 6 || a.epoch != 5 {
 		t.Fatalf("a after CreatePartitions: %d partitions at epoch %d", a.partitions(), a.epoch)
 	}
 }
@@ -216,13 +216,13 @@ func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 			t.Errorf("%s: member id %q in an error answer", tc.name, *resp.MemberID)
 		}
 	}
-	if resp := hb(func(*kmsg.ConsumerGroupHeartbeatRequest) {}); resp.ErrorCode != 0 || resp.MemberEpoch != 1 {
+	if resp := hb(func(*kmsg.ConsumerGroupHeartbeatRequest) {}); resp.ErrorCode != 0 || resp.MemberEpoch != 2 {
 		t.Fatalf("join: %+v", resp)
 	}
 	if resp := hb(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = 7 }); resp.ErrorCode != kerr.FencedMemberEpoch.Code {
 		t.Fatalf("a greater epoch: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
-	if resp := hb(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch, r.MemberID = 1, "other" }); resp.ErrorCode != kerr.UnknownMemberID.Code {
+	if resp := hb(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch, r.MemberID = 2, "other" }); resp.ErrorCode != kerr.UnknownMemberID.Code {
 		t.Fatalf("an unknown member: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
 	// A classic JoinGroup to the consumer group is refused; the classic
@@ -295,11 +295,11 @@ func TestConsumerGroupAdmin(t *testing.T) {
 		epoch  int32
 		want   int16
 	}{
-		{maxCommit, "m1", 1, 0},
-		{9, "m1", 1, 0},
-		{maxCommit, "m1", 2, kerr.StaleMemberEpoch.Code},
-		{maxCommit, "nobody", 1, kerr.UnknownMemberID.Code},
-		{8, "m1", 1, kerr.UnsupportedVersion.Code},
+		{maxCommit, "m1", 2, 0},
+		{9, "m1", 2, 0},
+		{maxCommit, "m1", 3, kerr.StaleMemberEpoch.Code},
+		{maxCommit, "nobody", 2, kerr.UnknownMemberID.Code},
+		{8, "m1", 2, kerr.UnsupportedVersion.Code},
 		{maxCommit, "", -1, kerr.UnknownMemberID.Code},
 	} {
 		if got := commit(tc.v, tc.member, tc.epoch); got != tc.want {
@@ -315,16 +315,16 @@ func TestConsumerGroupAdmin(t *testing.T) {
 		req.Groups = append(req.Groups, g)
 		return adminRequest[*kmsg.OffsetFetchResponse](t, srv, req).Groups[0]
 	}
-	if g := fetch(kmsg.StringPtr("m1"), 1); g.ErrorCode != 0 || g.Topics[0].Partitions[0].Offset != 7 {
+	if g := fetch(kmsg.StringPtr("m1"), 2); g.ErrorCode != 0 || g.Topics[0].Partitions[0].Offset != 7 {
 		t.Fatalf("member fetch: %+v", g)
 	}
 	if g := fetch(nil, -1); g.ErrorCode != 0 || g.Topics[0].Partitions[0].Offset != 7 {
 		t.Fatalf("admin fetch: %+v", g)
 	}
-	if g := fetch(kmsg.StringPtr("m1"), 3); g.ErrorCode != kerr.StaleMemberEpoch.Code {
+	if g := fetch(kmsg.StringPtr("m1"), 4); g.ErrorCode != kerr.StaleMemberEpoch.Code {
 		t.Fatalf("stale fetch: %v", kerr.ErrorForCode(g.ErrorCode))
 	}
-	if g := fetch(kmsg.StringPtr("x"), 1); g.ErrorCode != kerr.UnknownMemberID.Code {
+	if g := fetch(kmsg.StringPtr("x"), 2); g.ErrorCode != kerr.UnknownMemberID.Code {
 		t.Fatalf("unknown member fetch: %v", kerr.ErrorForCode(g.ErrorCode))
 	}
 

@@ -26,14 +26,14 @@ func TestValidateCommit(t *testing.T) {
 			}
 			testenv.WantErr(t, what, err, want)
 		}
-		check("current epoch", "a", 1, false, 9, nil)
-		check("stale epoch", "a", 0, false, 9, kerr.StaleMemberEpoch)
-		check("v8", "a", 1, false, 8, kerr.UnsupportedVersion)
-		check("unknown member", "x", 1, false, 9, kerr.UnknownMemberID)
+		check("current epoch", "a", 2, false, 9, nil)
+		check("stale epoch", "a", 1, false, 9, kerr.StaleMemberEpoch)
+		check("v8", "a", 2, false, 8, kerr.UnsupportedVersion)
+		check("unknown member", "x", 2, false, 9, kerr.UnknownMemberID)
 		check("simple commit to a group with members", "", -1, false, 9, kerr.UnknownMemberID)
 		check("transactional without member data", "", -1, true, 0, nil)
 		check("transactional stale epoch", "a", 7, true, 0, kerr.IllegalGeneration)
-		if found, _ := c.ValidateCommit("other", "a", nil, 1, false, 9, nil); found {
+		if found, _ := c.ValidateCommit("other", "a", nil, 2, false, 9, nil); found {
 			t.Fatal("a missing group was found")
 		}
 		wantFetch := func(what string, member *string, epoch int32, want *kerr.Error) {
@@ -46,9 +46,9 @@ func TestValidateCommit(t *testing.T) {
 		}
 		s := func(v string) *string { return &v }
 		wantFetch("admin fetch", nil, -1, nil)
-		wantFetch("member fetch", s("a"), 1, nil)
-		wantFetch("stale fetch", s("a"), 2, kerr.StaleMemberEpoch)
-		wantFetch("unknown member fetch", s("x"), 1, kerr.UnknownMemberID)
+		wantFetch("member fetch", s("a"), 2, nil)
+		wantFetch("stale fetch", s("a"), 3, kerr.StaleMemberEpoch)
+		wantFetch("unknown member fetch", s("x"), 2, kerr.UnknownMemberID)
 		a.leave()
 		check("simple commit to an Empty group", "", -1, false, 9, nil)
 	})
@@ -92,16 +92,16 @@ func TestCommitAssignmentEpochs(t *testing.T) {
 		md.add("t", 4)
 		other := md.add("u", 1)
 		c := newPersistCoordinator(t, &log)
-		a, b := stableTwo(t, c, md) // a holds its 2 since epoch 1, b its 2 since 2
+		a, b := stableTwo(t, c, md) // a holds its 2 since epoch 2, b its 2 since 3
 		kept := a.owned
-		if a.epoch != 2 || kept.size() != 2 {
-			t.Fatalf("a: epoch %d owning %v, want epoch 2 with 2 partitions", a.epoch, kept)
+		if a.epoch != 3 || kept.size() != 2 {
+			t.Fatalf("a: epoch %d owning %v, want epoch 3 with 2 partitions", a.epoch, kept)
 		}
-		b.leave() // epoch 3: a takes b's two
+		b.leave() // epoch 4: a takes b's two
 		a.beat()
 		gained := minus(a.owned, kept)
-		if a.epoch != 3 || gained.size() != 2 {
-			t.Fatalf("a after b left: epoch %d owning %v, want epoch 3 with 4 partitions", a.epoch, a.owned)
+		if a.epoch != 4 || gained.size() != 2 {
+			t.Fatalf("a after b left: epoch %d owning %v, want epoch 4 with 4 partitions", a.epoch, a.owned)
 		}
 		check := func(c *Coordinator, what string, epoch int32, txn bool, parts Assignment, want *kerr.Error) {
 			t.Helper()
@@ -113,17 +113,17 @@ func TestCommitAssignmentEpochs(t *testing.T) {
 		}
 		checkAll := func(c *Coordinator) {
 			t.Helper()
-			check(c, "current epoch, every partition", 3, false, a.owned, nil)
-			check(c, "the previous epoch, partitions held since epoch 1", 2, false, kept, nil)
-			check(c, "epoch 1, partitions held since epoch 1", 1, false, kept, nil)
-			check(c, "epoch 0, partitions held since epoch 1", 0, false, kept, kerr.StaleMemberEpoch)
-			check(c, "the previous epoch, partitions gained at epoch 3", 2, false, gained, kerr.StaleMemberEpoch)
-			check(c, "the previous epoch, all partitions", 2, false, a.owned, kerr.StaleMemberEpoch)
-			check(c, "the previous epoch, a partition never assigned", 2, false, Assignment{other: {0}}, kerr.StaleMemberEpoch)
-			check(c, "the previous epoch, no partition", 2, false, Assignment{}, nil)
-			check(c, "a newer epoch", 4, false, kept, kerr.StaleMemberEpoch)
-			check(c, "transactional, the previous epoch, partitions held since", 2, true, kept, nil)
-			check(c, "transactional, the previous epoch, partitions gained", 2, true, gained, kerr.IllegalGeneration)
+			check(c, "current epoch, every partition", 4, false, a.owned, nil)
+			check(c, "the previous epoch, partitions held since epoch 2", 3, false, kept, nil)
+			check(c, "epoch 2, partitions held since epoch 2", 2, false, kept, nil)
+			check(c, "epoch 1, partitions held since epoch 2", 1, false, kept, kerr.StaleMemberEpoch)
+			check(c, "the previous epoch, partitions gained at epoch 4", 3, false, gained, kerr.StaleMemberEpoch)
+			check(c, "the previous epoch, all partitions", 3, false, a.owned, kerr.StaleMemberEpoch)
+			check(c, "the previous epoch, a partition never assigned", 3, false, Assignment{other: {0}}, kerr.StaleMemberEpoch)
+			check(c, "the previous epoch, no partition", 3, false, Assignment{}, nil)
+			check(c, "a newer epoch", 5, false, kept, kerr.StaleMemberEpoch)
+			check(c, "transactional, the previous epoch, partitions held since", 3, true, kept, nil)
+			check(c, "transactional, the previous epoch, partitions gained", 3, true, gained, kerr.IllegalGeneration)
 		}
 		checkAll(c)
 
@@ -142,24 +142,24 @@ func TestCommitAssignmentEpochs(t *testing.T) {
 		}
 		c3 := newPersistCoordinator(t, &log)
 		c3.Restore(r)
-		check(c3, "no recorded epochs, current epoch", 3, false, a.owned, nil)
-		check(c3, "no recorded epochs, the previous epoch", 2, false, kept, kerr.StaleMemberEpoch)
+		check(c3, "no recorded epochs, current epoch", 4, false, a.owned, nil)
+		check(c3, "no recorded epochs, the previous epoch", 3, false, kept, kerr.StaleMemberEpoch)
 
 		// A partition pending revocation keeps its epoch: a third member
-		// joins (epoch 4) and a, still at 3, must give up some.
+		// joins (epoch 5) and a, still at 4, must give up some.
 		d := newClient(t, c, md, "g", "d", "t")
 		d.join()
 		before := a.owned
 		a.beat()
 		revoking := minus(before, a.owned)
-		if a.epoch != 3 || revoking.size() == 0 {
-			t.Fatalf("a after d joined: epoch %d, revoking %v; want epoch 3 revoking some", a.epoch, revoking)
+		if a.epoch != 4 || revoking.size() == 0 {
+			t.Fatalf("a after d joined: epoch %d, revoking %v; want epoch 4 revoking some", a.epoch, revoking)
 		}
 		if held := minus(revoking, gained); held.size() > 0 {
-			check(c, "the previous epoch, revoking partitions held since epoch 1", 2, false, held, nil)
+			check(c, "the previous epoch, revoking partitions held since epoch 2", 3, false, held, nil)
 		}
 		if new := minus(revoking, kept); new.size() > 0 {
-			check(c, "the previous epoch, revoking partitions gained at 3", 2, false, new, kerr.StaleMemberEpoch)
+			check(c, "the previous epoch, revoking partitions gained at 4", 3, false, new, kerr.StaleMemberEpoch)
 		}
 	})
 }

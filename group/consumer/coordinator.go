@@ -241,7 +241,7 @@ func (c *Coordinator) dropIfUnused(g *group) {
 	defer c.mu.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.mu.deleted && len(g.mu.members) == 0 && g.mu.epoch == 0 && c.mu.groups[g.id] == g {
+	if !g.mu.deleted && len(g.mu.members) == 0 && g.mu.epoch == initialGroupEpoch && c.mu.groups[g.id] == g {
 		g.deleteLocked()
 	}
 }

@@ -84,8 +84,15 @@ type group struct {
 	}
 }
 
+// initialGroupEpoch is a new group's epoch and the epoch of its first,
+// empty target assignment: Kafka 4.4 creates every consumer, share and
+// streams group at group and assignment epoch 1, so that its first member
+// joins at epoch 2 (TestDiffKafka compares the epochs).
+const initialGroupEpoch = 1
+
 func newGroup(c *Coordinator, id string) *group {
 	g := &group{id: id, c: c}
+	g.mu.epoch, g.mu.assignmentEpoch = initialGroupEpoch, initialGroupEpoch
 	g.mu.members = map[string]*member{}
 	g.mu.static = map[string]string{}
 	g.mu.target = map[string]Assignment{}

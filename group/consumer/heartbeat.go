@@ -307,13 +307,13 @@ func (g *group) resolveRegexesLocked(hb *heartbeatPlan, md Metadata) error {
 	return nil
 }
 
-// groupEpochLocked bumps the group epoch when the group is new, the
-// subscription changed (to a resolved regular expression), a regular
-// expression now matches other topics, or the subscribed topics'
-// metadata changed.
+// groupEpochLocked bumps the group epoch when the member's subscription
+// changed (a new member's included; a regular expression once it is
+// resolved), a regular expression now matches other topics, or the
+// subscribed topics' metadata changed.
 func (g *group) groupEpochLocked(hb *heartbeatPlan, md Metadata) {
 	hb.epoch = g.mu.epoch
-	hb.bump = hb.epoch == 0 || hb.namesChanged || hb.regexResolved || hb.refreshChanged
+	hb.bump = hb.namesChanged || hb.regexResolved || hb.refreshChanged
 	if hb.bump || hb.namesChanged || hb.regexChanged || hb.refreshed || hb.replaced != nil || !g.metadataCurrentLocked(md) {
 		hb.meta = metadataOf(g.subscribedNamesLocked(hb.resolved, hb.skip, hb.updated), md)
 		if !maps.Equal(hb.meta, g.mu.meta) {

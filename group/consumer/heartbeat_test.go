@@ -12,34 +12,35 @@ import (
 )
 
 // TestJoin: the first member of a new group gets every partition at epoch
-// 1, with the configured heartbeat interval; the group is Stable.
+// 2 (a new group starts at epoch 1, as in Kafka), with the configured
+// heartbeat interval; the group is Stable.
 func TestJoin(t *testing.T) {
 	run(t, testConfig(), nil, func(t *testing.T, c *Coordinator, md *fakeMetadata) {
 		foo := md.add("foo", 4)
 		a := newClient(t, c, md, "g", "a", "foo")
 		r := a.join()
-		if r.MemberID != "a" || r.MemberEpoch != 1 || r.HeartbeatInterval != 5*time.Second || !r.HasAssignment {
-			t.Fatalf("join: got %+v, want member a at epoch 1 with an assignment, interval 5s", r)
+		if r.MemberID != "a" || r.MemberEpoch != 2 || r.HeartbeatInterval != 5*time.Second || !r.HasAssignment {
+			t.Fatalf("join: got %+v, want member a at epoch 2 with an assignment, interval 5s", r)
 		}
 		if !disjointCover(foo, 4, a.owned) {
 			t.Fatalf("a owns %v, want foo 0-3", a.owned)
 		}
 		d := describe(t, c, md, "g")
-		if d.State != Stable || d.Epoch != 1 || d.AssignmentEpoch != 1 || d.Assignor != "uniform" {
-			t.Fatalf("group: got %+v, want Stable at epoch 1 with the uniform assignor", d)
+		if d.State != Stable || d.Epoch != 2 || d.AssignmentEpoch != 2 || d.Assignor != "uniform" {
+			t.Fatalf("group: got %+v, want Stable at epoch 2 with the uniform assignor", d)
 		}
 		m := memberOf(t, d, "a")
 		if m.State != MemberStable || len(m.Assignment) != 1 || m.Assignment[0].Name != "foo" || len(m.Assignment[0].Partitions) != 4 {
 			t.Fatalf("member: got %+v", m)
 		}
 		// A steady heartbeat changes nothing and carries no assignment.
-		if r := a.beat(); r.MemberEpoch != 1 || r.HasAssignment {
-			t.Fatalf("heartbeat: got %+v, want epoch 1 without assignment", r)
+		if r := a.beat(); r.MemberEpoch != 2 || r.HasAssignment {
+			t.Fatalf("heartbeat: got %+v, want epoch 2 without assignment", r)
 		}
 		// v0: the coordinator generates the member id.
 		b := newClient(t, c, md, "g0", "", "foo")
 		b.version = 0
-		if r := b.join(); len(r.MemberID) != 22 || r.MemberEpoch != 1 {
+		if r := b.join(); len(r.MemberID) != 22 || r.MemberEpoch != 2 {
 			t.Fatalf("v0 join: got %+v, want a generated 22-character member id", r)
 		}
 	})
@@ -56,12 +57,12 @@ func TestSecondMemberRevokeThenAssign(t *testing.T) {
 		b := newClient(t, c, md, "g", "b", "foo")
 		a.join()
 		r := b.join()
-		if r.MemberEpoch != 2 || b.count() != 0 {
-			t.Fatalf("b's join: got %+v, b owns %v; want epoch 2 and nothing yet (a still owns everything)", r, b.owned)
+		if r.MemberEpoch != 3 || b.count() != 0 {
+			t.Fatalf("b's join: got %+v, b owns %v; want epoch 3 and nothing yet (a still owns everything)", r, b.owned)
 		}
 		d := describe(t, c, md, "g")
-		if d.State != Reconciling || d.Epoch != 2 || d.AssignmentEpoch != 2 {
-			t.Fatalf("group after b joined: got %s epoch %d/%d, want Reconciling 2/2", d.State, d.Epoch, d.AssignmentEpoch)
+		if d.State != Reconciling || d.Epoch != 3 || d.AssignmentEpoch != 3 {
+			t.Fatalf("group after b joined: got %s epoch %d/%d, want Reconciling 3/3", d.State, d.Epoch, d.AssignmentEpoch)
 		}
 		if m := memberOf(t, d, "b"); m.State != MemberUnreleasedPartitions || len(m.TargetAssignment) != 1 || len(m.TargetAssignment[0].Partitions) != 2 {
 			t.Fatalf("b: got %+v, want UNRELEASED_PARTITIONS with 2 target partitions", m)
@@ -69,29 +70,29 @@ func TestSecondMemberRevokeThenAssign(t *testing.T) {
 		// a learns of the new target: it must revoke 2, at its epoch.
 		owned := a.owned
 		r = a.beat()
-		if r.MemberEpoch != 1 || !r.HasAssignment || a.count() != 2 {
-			t.Fatalf("a: got %+v, a owns %v; want epoch 1 and 2 partitions left", r, a.owned)
+		if r.MemberEpoch != 2 || !r.HasAssignment || a.count() != 2 {
+			t.Fatalf("a: got %+v, a owns %v; want epoch 2 and 2 partitions left", r, a.owned)
 		}
 		if m := memberOf(t, describe(t, c, md, "g"), "a"); m.State != MemberUnrevokedPartitions {
 			t.Fatalf("a's state: got %v, want UNREVOKED_PARTITIONS", m.State)
 		}
 		// Until a acknowledges, b gets nothing more.
-		if r := b.beat(); b.count() != 0 || r.MemberEpoch != 2 {
+		if r := b.beat(); b.count() != 0 || r.MemberEpoch != 3 {
 			t.Fatalf("b before a revoked: got %+v, owns %v", r, b.owned)
 		}
 		// A heartbeat that still lists the revoked partitions is not an
 		// acknowledgement.
 		a.owned, a.stubborn = owned, true
-		if r := a.beat(); r.MemberEpoch != 1 {
-			t.Fatalf("a still owning all: got epoch %d, want 1", r.MemberEpoch)
+		if r := a.beat(); r.MemberEpoch != 2 {
+			t.Fatalf("a still owning all: got epoch %d, want 2", r.MemberEpoch)
 		}
 		a.stubborn = false
 		a.owned = assignmentOf(describeToList(memberOf(t, describe(t, c, md, "g"), "a").Assignment))
-		if r := a.beat(); r.MemberEpoch != 2 {
-			t.Fatalf("a after revoking: got epoch %d, want 2", r.MemberEpoch)
+		if r := a.beat(); r.MemberEpoch != 3 {
+			t.Fatalf("a after revoking: got epoch %d, want 3", r.MemberEpoch)
 		}
 		r = b.beat()
-		if r.MemberEpoch != 2 || !r.HasAssignment || !disjointCover(foo, 4, a.owned, b.owned) {
+		if r.MemberEpoch != 3 || !r.HasAssignment || !disjointCover(foo, 4, a.owned, b.owned) {
 			t.Fatalf("b after a revoked: got %+v; a owns %v, b owns %v", r, a.owned, b.owned)
 		}
 		if d := describe(t, c, md, "g"); d.State != Stable {
@@ -139,19 +140,19 @@ func TestMemberLeaves(t *testing.T) {
 		if r.Err != nil || r.MemberID != "b" || r.MemberEpoch != LeaveEpoch {
 			t.Fatalf("leave: got %+v, want b with epoch -1", r)
 		}
-		if d := describe(t, c, md, "g"); d.Epoch != 3 || d.State != Assigning || len(d.Members) != 1 {
-			t.Fatalf("after the leave: got %+v, want Assigning at epoch 3 with one member", d)
+		if d := describe(t, c, md, "g"); d.Epoch != 4 || d.State != Assigning || len(d.Members) != 1 {
+			t.Fatalf("after the leave: got %+v, want Assigning at epoch 4 with one member", d)
 		}
 		r = a.beat()
-		if r.MemberEpoch != 3 || !disjointCover(foo, 4, a.owned) {
-			t.Fatalf("a: got %+v, owns %v; want all 4 at epoch 3", r, a.owned)
+		if r.MemberEpoch != 4 || !disjointCover(foo, 4, a.owned) {
+			t.Fatalf("a: got %+v, owns %v; want all 4 at epoch 4", r, a.owned)
 		}
 		testenv.WantErr(t, "b's heartbeat after leaving", b.heartbeat().Err, kerr.UnknownMemberID)
 		testenv.WantErr(t, "b leaving again", b.leave().Err, kerr.UnknownMemberID)
 		// The last member leaves: Empty, epochs caught up.
 		a.leave()
-		if d := describe(t, c, md, "g"); d.State != Empty || d.Epoch != 4 || d.AssignmentEpoch != 4 {
-			t.Fatalf("after the last leave: got %+v, want Empty at 4/4", d)
+		if d := describe(t, c, md, "g"); d.State != Empty || d.Epoch != 5 || d.AssignmentEpoch != 5 {
+			t.Fatalf("after the last leave: got %+v, want Empty at 5/5", d)
 		}
 	})
 }
@@ -268,32 +269,32 @@ func TestFencing(t *testing.T) {
 		b := newClient(t, c, md, "g", "b", "foo")
 		a.join()
 		b.join()
-		converge(t, a, b) // a at epoch 2, previous 1
+		converge(t, a, b) // a at epoch 3, previous 2
 
 		a.epoch = 5
 		testenv.WantErr(t, "a greater epoch", a.heartbeat().Err, kerr.FencedMemberEpoch)
 		a.epoch = 0
 		a.epoch = -5 + 5 // 0 rejoins, tested below
-		a.epoch = 1
+		a.epoch = 2
 		a.owned = Assignment{}
 		// The previous epoch passes only with the owned partitions given.
 		req := a.request(false)
 		req.Topics = nil
 		testenv.WantErr(t, "the previous epoch without owned partitions", c.Heartbeat(req, md).Err, kerr.FencedMemberEpoch)
 		r := a.heartbeat() // previous epoch, owning nothing: within
-		if r.Err != nil || r.MemberEpoch != 2 {
-			t.Fatalf("previous epoch with a subset: got %+v, want epoch 2", r)
+		if r.Err != nil || r.MemberEpoch != 3 {
+			t.Fatalf("previous epoch with a subset: got %+v, want epoch 3", r)
 		}
-		a.epoch = 1
-		b.epoch = 1 // b's previous epoch is 2: it is at 2 since its join
+		a.epoch = 2
+		b.epoch = 2 // b's previous epoch is 3: it is at 3 since its join
 		testenv.WantErr(t, "a smaller epoch", b.heartbeat().Err, kerr.FencedMemberEpoch)
 		// Rejoin in place with epoch 0 (KAFKA-19233).
 		r = b.join()
-		if r.MemberID != "b" || r.MemberEpoch != 2 || !r.HasAssignment || b.count() != 2 {
+		if r.MemberID != "b" || r.MemberEpoch != 3 || !r.HasAssignment || b.count() != 2 {
 			t.Fatalf("b's rejoin: got %+v, owns %v", r, b.owned)
 		}
-		if d := describe(t, c, md, "g"); len(d.Members) != 2 || d.Epoch != 2 {
-			t.Fatalf("after b rejoined: %+v, want the same 2 members at epoch 2", d)
+		if d := describe(t, c, md, "g"); len(d.Members) != 2 || d.Epoch != 3 {
+			t.Fatalf("after b rejoined: %+v, want the same 2 members at epoch 3", d)
 		}
 	})
 }
@@ -407,18 +408,18 @@ func TestMetadataChanges(t *testing.T) {
 		}
 		md.setPartitions("foo", 4)
 		r := a.beat()
-		if r.MemberEpoch != 2 || a.count() != 6 || len(a.owned[foo]) != 4 {
+		if r.MemberEpoch != 3 || a.count() != 6 || len(a.owned[foo]) != 4 {
 			t.Fatalf("after CreatePartitions: got %+v, owns %v", r, a.owned)
 		}
 		md.remove("bar")
 		a.beat() // revoke bar
 		r = a.beat()
-		if r.MemberEpoch != 3 || a.count() != 4 {
+		if r.MemberEpoch != 4 || a.count() != 4 {
 			t.Fatalf("after DeleteTopics: got %+v, owns %v", r, a.owned)
 		}
 		bar := md.add("bar", 1)
 		a.beat()
-		if r := a.beat(); r.MemberEpoch != 4 || len(a.owned[bar]) != 1 {
+		if r := a.beat(); r.MemberEpoch != 5 || len(a.owned[bar]) != 1 {
 			t.Fatalf("after bar was created again: got %+v, owns %v", r, a.owned)
 		}
 		// Subscribing to a topic that does not exist yet is fine.

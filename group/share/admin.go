@@ -56,7 +56,7 @@ func (c *Coordinator) AlterOffsets(groupID string, offsets map[TopicIDPartition]
 			c.mu.Unlock()
 			return kerr.GroupIDNotFound
 		}
-		c.mu.groups[groupID] = &group{id: groupID, members: map[string]*member{}}
+		c.mu.groups[groupID] = newGroup(groupID)
 		created = true
 	}
 	keys := make([]Key, 0, len(offsets))

@@ -103,7 +103,7 @@ func (c *Coordinator) SetStore(s *Store) {
 		// The group comes back empty: members rejoin after a restart
 		// (membership is not stored; see doc.go).
 		if c.mu.groups[k.Group] == nil {
-			c.mu.groups[k.Group] = &group{id: k.Group, members: map[string]*member{}}
+			c.mu.groups[k.Group] = newGroup(k.Group)
 		}
 	}
 	c.store.Store(s)

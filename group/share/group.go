@@ -34,6 +34,17 @@ const (
 	StateStable = "Stable"
 )
 
+// initialGroupEpoch is a new group's epoch and the epoch of its first,
+// empty assignment: Kafka 4.4 creates every share, consumer and streams
+// group at group and assignment epoch 1, so that its first member joins
+// at epoch 2 (TestDiffKafka compares the epochs).
+const initialGroupEpoch = 1
+
+// newGroup is a new, empty group.
+func newGroup(id string) *group {
+	return &group{id: id, epoch: initialGroupEpoch, assignmentEpoch: initialGroupEpoch, members: map[string]*member{}}
+}
+
 // group is one share group.
 type group struct {
 	id string

@@ -77,7 +77,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest, md Metadata) HeartbeatResp
 			c.mu.Unlock()
 			return HeartbeatResponse{Err: kerr.GroupIDNotFound, ErrMessage: "Group " + req.Group + " is not a share group."}
 		}
-		g = &group{id: req.Group, members: map[string]*member{}}
+		g = newGroup(req.Group)
 		c.mu.groups[req.Group] = g
 	}
 	changes := g.changes

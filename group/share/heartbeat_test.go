@@ -50,35 +50,35 @@ func TestHeartbeatSplitsPartitions(t *testing.T) {
 	c := testCoordinator(t, nil)
 	md := fakeTopics{"q": {Name: "q", ID: TopicID{1}, Partitions: 5}}
 	a := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", SubscribedTopicNames: []string{"q"}}, md)
-	if a.Err != nil || !a.HasAssignment || count(a.Assignment) != 5 || a.MemberEpoch != 1 {
+	if a.Err != nil || !a.HasAssignment || count(a.Assignment) != 5 || a.MemberEpoch != 2 {
 		t.Fatalf("a joins: %+v", a)
 	}
 	b := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "b", SubscribedTopicNames: []string{"q"}}, md)
-	if b.Err != nil || count(b.Assignment) < 2 || b.MemberEpoch != 2 {
+	if b.Err != nil || count(b.Assignment) < 2 || b.MemberEpoch != 3 {
 		t.Fatalf("b joins: %+v", b)
 	}
-	// An epoch from the future is fenced; a is still at epoch 1 until it
+	// An epoch from the future is fenced; a is still at epoch 2 until it
 	// heartbeats (Kafka's members move to the new epoch one by one).
 	if r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 7}, md); !errors.Is(r.Err, kerr.FencedMemberEpoch) {
 		t.Fatalf("wrong epoch: %+v", r)
 	}
-	if d, _ := c.Describe("g"); d.Members[0].MemberEpoch != 1 || d.Members[1].MemberEpoch != 2 {
+	if d, _ := c.Describe("g"); d.Members[0].MemberEpoch != 2 || d.Members[1].MemberEpoch != 3 {
 		t.Fatalf("epochs before a heartbeats: %+v", d.Members)
 	}
-	r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 1}, md)
-	if r.Err != nil || !r.HasAssignment || r.MemberEpoch != 2 || !r.Changed || count(r.Assignment)+count(b.Assignment) != 5 {
+	r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 2}, md)
+	if r.Err != nil || !r.HasAssignment || r.MemberEpoch != 3 || !r.Changed || count(r.Assignment)+count(b.Assignment) != 5 {
 		t.Fatalf("a hears its new share: %+v (b has %v)", r, b.Assignment)
 	}
-	// The answer that moved a to epoch 2 may have been lost: its
+	// The answer that moved a to epoch 3 may have been lost: its
 	// previous epoch is accepted and answered with the assignment.
-	if r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 1}, md); r.Err != nil || r.MemberEpoch != 2 || !r.HasAssignment || r.Changed {
+	if r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 2}, md); r.Err != nil || r.MemberEpoch != 3 || !r.HasAssignment || r.Changed {
 		t.Fatalf("a at its previous epoch: %+v", r)
 	}
 	if r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 0}, md); !errors.Is(r.Err, kerr.InvalidRequest) {
 		t.Fatalf("rejoin without topics: %+v", r)
 	}
 	// Nothing changed: no assignment in the answer.
-	if r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 2}, md); r.Err != nil || r.HasAssignment || r.Changed {
+	if r := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 3}, md); r.Err != nil || r.HasAssignment || r.Changed {
 		t.Fatalf("steady heartbeat: %+v", r)
 	}
 	// More members than partitions: every member gets one, shared.
@@ -197,8 +197,8 @@ func TestRecordRestore(t *testing.T) {
 	c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", Rack: &rack, SubscribedTopicNames: []string{"q"}, ClientID: "ca", ClientHost: "/h"}, md)
 	b := c.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "b", SubscribedTopicNames: []string{"q"}, ClientID: "cb", ClientHost: "/h"}, md)
 	rec, ok := c.Record("g")
-	if !ok || rec.Epoch != 2 || rec.AssignmentEpoch != 2 || len(rec.Members) != 2 || len(rec.Topics) != 1 ||
-		rec.Members[0].Epoch != 1 || rec.Members[1].Epoch != 2 || rec.Members[1].PreviousEpoch != 0 || rec.Members[0].Rack != "r1" {
+	if !ok || rec.Epoch != 3 || rec.AssignmentEpoch != 3 || len(rec.Members) != 2 || len(rec.Topics) != 1 ||
+		rec.Members[0].Epoch != 2 || rec.Members[1].Epoch != 3 || rec.Members[1].PreviousEpoch != 0 || rec.Members[0].Rack != "r1" {
 		t.Fatalf("record %+v", rec)
 	}
 	before, _ := c.Describe("g")
@@ -210,11 +210,11 @@ func TestRecordRestore(t *testing.T) {
 		t.Fatalf("restored %+v, want %+v", after, before)
 	}
 	r := d.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "b", MemberEpoch: b.MemberEpoch, ClientID: "cb", ClientHost: "/h"}, md)
-	if r.Err != nil || r.MemberEpoch != 2 || r.HasAssignment || r.Changed {
+	if r.Err != nil || r.MemberEpoch != 3 || r.HasAssignment || r.Changed {
 		t.Fatalf("b after the restore: %+v", r)
 	}
-	r = d.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 1, ClientID: "ca", ClientHost: "/h"}, md)
-	if r.Err != nil || r.MemberEpoch != 2 || !r.HasAssignment || count(r.Assignment)+count(b.Assignment) != 4 {
+	r = d.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 2, ClientID: "ca", ClientHost: "/h"}, md)
+	if r.Err != nil || r.MemberEpoch != 3 || !r.HasAssignment || count(r.Assignment)+count(b.Assignment) != 4 {
 		t.Fatalf("a after the restore: %+v", r)
 	}
 	if _, ok := d.Record("nope"); ok {
@@ -224,7 +224,7 @@ func TestRecordRestore(t *testing.T) {
 	rec.MetadataHash++
 	e := testCoordinator(t, nil)
 	e.Restore(rec)
-	if r := e.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "b", MemberEpoch: 2, ClientID: "cb", ClientHost: "/h"}, md); r.Err != nil || r.MemberEpoch != 3 || !r.Changed {
+	if r := e.Heartbeat(HeartbeatRequest{Group: "g", MemberID: "b", MemberEpoch: 3, ClientID: "cb", ClientHost: "/h"}, md); r.Err != nil || r.MemberEpoch != 4 || !r.Changed {
 		t.Fatalf("b after restoring a record with a wrong hash: %+v", r)
 	}
 }

@@ -363,7 +363,10 @@ func (c *Coordinator) heartbeat(req HeartbeatRequest, md Metadata) (_ HeartbeatR
 	if bump {
 		g.epoch++
 	}
-	if g.epoch > g.targetEpoch {
+	// During a new group's initial rebalance delay the members stay at
+	// the empty target of the epoch before it (Kafka's assignment epoch
+	// 1); scheduleDelayEndLocked computes the first target.
+	if g.epoch > g.targetEpoch && !g.delayed {
 		g.computeTarget(gc.NumStandbyReplicas)
 	}
 	before := m.assigned.clone()

@@ -109,8 +109,14 @@ type group struct {
 	endpoints string
 }
 
+// initialGroupEpoch is a new group's epoch and the epoch of its first,
+// empty target assignment: Kafka 4.4 creates every streams, consumer and
+// share group at group and assignment epoch 1, so that its first member
+// joins at epoch 2 (TestDiffKafka compares the epochs).
+const initialGroupEpoch = 1
+
 func newGroup(id string, now time.Time) *group {
-	return &group{id: id, members: make(map[string]*member), target: make(map[string]Tasks), created: now, endpoints: "[]"}
+	return &group{id: id, epoch: initialGroupEpoch, targetEpoch: initialGroupEpoch, members: make(map[string]*member), target: make(map[string]Tasks), created: now, endpoints: "[]"}
 }
 
 // state derives the group state as StreamsGroup.maybeUpdateGroupState.
@@ -289,7 +295,7 @@ func nextEpochs(prev TaskSet, since TaskEpochs, targetEpoch int32, held ...TaskS
 // (TargetAssignmentBuilder with the sticky assignor).
 func (g *group) computeTarget(numStandby int) {
 	spec := assignSpec{tasks: map[string]int32{}, stateful: map[string]bool{}, numStandby: numStandby}
-	if g.topology != nil && g.conf.ready() && !g.delayed {
+	if g.topology != nil && g.conf.ready() {
 		spec.tasks = g.conf.tasks
 		for _, s := range g.topology.Subtopologies {
 			if len(s.StateChangelogTopics) > 0 {

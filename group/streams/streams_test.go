@@ -131,8 +131,8 @@ func TestJoinCreatesInternalTopicsAndAssigns(t *testing.T) {
 		if !r.HasTasks || len(r.Tasks.Active) != 8 {
 			t.Fatalf("tasks %v, want all 8 active", r.Tasks.Active)
 		}
-		if r.MemberEpoch < 1 || r.HeartbeatInterval != time.Second {
-			t.Fatalf("epoch %d interval %v", r.MemberEpoch, r.HeartbeatInterval)
+		if r.MemberEpoch != 2 || r.HeartbeatInterval != time.Second {
+			t.Fatalf("epoch %d interval %v, want the first member of a new group at epoch 2, 1s", r.MemberEpoch, r.HeartbeatInterval)
 		}
 		d, err := c.Describe("app")
 		if err != nil || d.State != Stable || len(d.Members) != 1 {
@@ -493,6 +493,8 @@ func TestAssignorStandbysNeedOtherProcesses(t *testing.T) {
 	}
 }
 
+// TestInitialRebalanceDelay: a new group's first target waits for the
+// initial rebalance delay, then covers every member that joined in it.
 func TestInitialRebalanceDelay(t *testing.T) {
 	cfg := testConfig()
 	cfg.InitialRebalanceDelay = 3 * time.Second
@@ -502,13 +504,21 @@ func TestInitialRebalanceDelay(t *testing.T) {
 		if len(r.Status) != 1 || r.Status[0].Code != StatusAssignmentDelayed || len(r.Tasks.Active) != 0 {
 			t.Fatalf("first heartbeat: status %+v tasks %v", r.Status, r.Tasks.Active)
 		}
-		if d, _ := c.Describe("app"); d.Epoch != 1 || d.TargetEpoch != 1 || r.MemberEpoch != 1 {
-			t.Fatalf("delayed group: %s epoch %d target %d member %d", d.State, d.Epoch, d.TargetEpoch, r.MemberEpoch)
+		// Kafka 4.4: the join bumps the group to epoch 2, and until the
+		// delay ends the members stay at the new group's empty target of
+		// epoch 1.
+		if d, _ := c.Describe("app"); d.State != Assigning || d.Epoch != 2 || d.TargetEpoch != 1 || r.MemberEpoch != 1 {
+			t.Fatalf("delayed group: %s epoch %d target %d member %d, want Assigning 2, target 1, member 1", d.State, d.Epoch, d.TargetEpoch, r.MemberEpoch)
 		}
 		b := newMember(t, c, topics, "b", "p2")
 		b.mustHeartbeat()
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
+		// The delay's end computes the target at the group epoch the
+		// joins reached, without a bump of its own.
+		if d, _ := c.Describe("app"); d.Epoch != 3 || d.TargetEpoch != 3 {
+			t.Fatalf("after the delay: epoch %d target %d, want both 3", d.Epoch, d.TargetEpoch)
+		}
 		a.mustHeartbeat()
 		b.mustHeartbeat()
 		if len(a.last.Status) != 0 || len(a.owned.Active) != 4 || len(b.owned.Active) != 4 {

@@ -68,8 +68,9 @@ func (c *Coordinator) stopTimersLocked(m *member) {
 }
 
 // scheduleDelayEndLocked ends a new group's initial rebalance delay after
-// d: the group epoch moves, so the next heartbeat computes a target
-// assignment with tasks.
+// d and computes the target assignment at the group epoch its members
+// reached meanwhile, as Kafka's computeDelayedTargetAssignment does (an
+// empty group waits for its next member).
 func (c *Coordinator) scheduleDelayEndLocked(g *group, d time.Duration) {
 	c.wg.Add(1)
 	t := time.AfterFunc(d, func() {
@@ -81,7 +82,11 @@ func (c *Coordinator) scheduleDelayEndLocked(g *group, d time.Duration) {
 		}
 		g.delayed = false
 		g.delayTimer = nil
-		g.epoch++
+		if len(g.members) == 0 || g.epoch <= g.targetEpoch {
+			c.mu.Unlock()
+			return
+		}
+		g.computeTarget(c.groupConfig(g.id).NumStandbyReplicas)
 		c.mu.Unlock()
 		c.changed(g.id)
 	})
