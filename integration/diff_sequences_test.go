@@ -382,10 +382,36 @@ func diffSequences(run string) []diffSequence {
 				// txnProtoSteps), to which Kafka never answers without
 				// transactions.
 			}, versions: func(lo, hi int16) []int16 { return []int16{3} }},
+			{name: "add offsets with a fenced epoch", req: addOffsetsReq(txnID, group, 3)},
+			{name: "add offsets", req: addOffsetsReq(txnID, group, 0), versions: oneVersion},
+			{name: "describe the transaction with the offsets", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrDescribeTransactionsRequest()
+				r.TransactionalIDs = []string{txnID}
+				return r
+			}, versions: oneVersion, ignore: regexp.MustCompile(`StartTimestamp$`),
+				// The group's partition of __consumer_offsets: kbroker has 1
+				// by default, Kafka 50 (README).
+				normalize: func(resp kmsg.Response) {
+					for _, st := range resp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+						for i := range st.Topics {
+							if st.Topics[i].Topic == "__consumer_offsets" {
+								st.Topics[i].Partitions = []int32{-1}
+							}
+						}
+					}
+				}},
+			{name: "abort the transaction with the offsets", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrEndTxnRequest()
+				r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = txnID, s.producerID, s.epoch, false
+				return r
+			}, versions: oneVersion},
 		}},
 		{name: "transactions v2", steps: txnV2Steps(run)},
 		{name: "transaction protocol versions", steps: txnProtoSteps(run)},
 		{name: "streams groups", steps: streamsDiffSteps(run)},
+		{name: "consumer groups", steps: consumerGroupDiffSteps(run)},
+		{name: "admin", steps: adminDiffSteps(run)},
+		{name: "sasl on plaintext", steps: saslOnPlaintextSteps()},
 	}
 }
 
@@ -490,6 +516,14 @@ func txnV2Steps(run string) []diffStep {
 		{name: "init of a new producer fences it", req: initProducerIDReq(&id), after: rememberProducer, versions: newest,
 			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
 		{name: "describe after the fence", req: describe, versions: newest, ignore: startTime},
+	}
+}
+
+func addOffsetsReq(txnID, group string, epochDelta int16) func(*diffSide, int16) kmsg.Request {
+	return func(s *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrAddOffsetsToTxnRequest()
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = txnID, s.producerID, s.epoch+epochDelta, group
+		return r
 	}
 }
 

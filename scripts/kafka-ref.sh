@@ -21,7 +21,10 @@
 # The broker listens on two free loopback ports (clients, controller). Its
 # group and transaction settings are the short timeouts the tests use
 # (integration/external_test.go's externalProps, integration/java's
-# TestBroker.BROKER_SETTINGS), so tests see the same timeouts on both.
+# TestBroker.BROKER_SETTINGS), so tests see the same timeouts on both, and
+# its modern groups compute a new target assignment at every group epoch
+# (the assignment intervals 0), as kbroker's do; Kafka 4.4's default of
+# 1000 ms batches them.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="${KAFKA_REF_DIR:-/tmp/kbroker-kafka-ref}"
@@ -101,6 +104,9 @@ group.consumer.min.heartbeat.interval.ms=100
 group.consumer.heartbeat.interval.ms=250
 group.consumer.min.session.timeout.ms=6000
 group.consumer.session.timeout.ms=6000
+group.consumer.assignment.interval.ms=0
+group.share.assignment.interval.ms=0
+group.streams.assignment.interval.ms=0
 transaction.abort.timed.out.transaction.cleanup.interval.ms=500
 transaction.max.timeout.ms=60000
 PROPS
