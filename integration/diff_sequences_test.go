@@ -408,6 +408,7 @@ func diffSequences(run string) []diffSequence {
 		}},
 		{name: "transactions v2", steps: txnV2Steps(run)},
 		{name: "transaction protocol versions", steps: txnProtoSteps(run)},
+		{name: "read committed", steps: readCommittedSteps(run)},
 		{name: "streams groups", steps: streamsDiffSteps(run)},
 		{name: "consumer groups", steps: consumerGroupDiffSteps(run)},
 		{name: "admin", steps: adminDiffSteps(run)},
