@@ -76,10 +76,18 @@ func adminDiffSteps(run string) []diffStep {
 			r.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: topic, Partitions: partitions(0, 1, 7)}, {Topic: missing, Partitions: partitions(0)}}
 			return r
 		}, ignore: regexp.MustCompile(`LastTimestamp$`)},
+		// The earlier sequences' transactions: Kafka writes the markers
+		// after EndTxn answers, and shows PrepareCommit or PrepareAbort
+		// until they are written.
 		{name: "list transactions of this run", req: func(s *diffSide, v int16) kmsg.Request {
-			r := kmsg.NewPtrListTransactionsRequest()
-			r.StateFilters = []string{"Ongoing", "CompleteCommit", "CompleteAbort", "Empty"}
-			return r
+			return kmsg.NewPtrListTransactionsRequest()
+		}, until: func(resp kmsg.Response) bool {
+			for _, t := range resp.(*kmsg.ListTransactionsResponse).TransactionStates {
+				if strings.HasSuffix(t.TransactionalID, run) && strings.HasPrefix(t.TransactionState, "Prepare") {
+					return false
+				}
+			}
+			return true
 		}, normalize: func(resp kmsg.Response) {
 			r := resp.(*kmsg.ListTransactionsResponse)
 			r.TransactionStates = slices.DeleteFunc(r.TransactionStates, func(t kmsg.ListTransactionsResponseTransactionState) bool {

@@ -44,14 +44,7 @@ func consumerGroupDiffSteps(run string) []diffStep {
 			s.memberID = *r.MemberID
 		}
 	}
-	// The order of an assignment's partitions carries no meaning.
-	sortAssignment := func(resp kmsg.Response) {
-		if a := resp.(*kmsg.ConsumerGroupHeartbeatResponse).Assignment; a != nil {
-			for i := range a.Topics {
-				slices.Sort(a.Topics[i].Partitions)
-			}
-		}
-	}
+	sortAssignment := sortHeartbeatAssignment
 	describe := func(s *diffSide, v int16) kmsg.Request {
 		r := kmsg.NewPtrConsumerGroupDescribeRequest()
 		r.Groups = []string{group, "nocg-" + run}
@@ -240,13 +233,17 @@ func awaitAssignable(topic, run string) diffStep {
 			r := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
 			return r.ErrorCode == 0 && r.Assignment != nil && len(r.Assignment.Topics) > 0
 		},
-		normalize: func(resp kmsg.Response) {
-			if a := resp.(*kmsg.ConsumerGroupHeartbeatResponse).Assignment; a != nil {
-				for i := range a.Topics {
-					slices.Sort(a.Topics[i].Partitions)
-				}
-			}
-		},
+		normalize: sortHeartbeatAssignment,
+	}
+}
+
+// sortHeartbeatAssignment sorts the partitions of a consumer-group
+// heartbeat's assignment, whose order carries no meaning.
+func sortHeartbeatAssignment(resp kmsg.Response) {
+	if a := resp.(*kmsg.ConsumerGroupHeartbeatResponse).Assignment; a != nil {
+		for i := range a.Topics {
+			slices.Sort(a.Topics[i].Partitions)
+		}
 	}
 }
 

@@ -426,31 +426,11 @@ func txnV2Steps(run string) []diffStep {
 	at := func(v int16) func(lo, hi int16) []int16 { return func(lo, hi int16) []int16 { return []int16{v} } }
 	newest := func(lo, hi int16) []int16 { return []int16{hi} }
 	endReq := func(commit bool, epochDelta int16) func(*diffSide, int16) kmsg.Request {
-		return func(s *diffSide, v int16) kmsg.Request {
-			r := kmsg.NewPtrEndTxnRequest()
-			r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = id, s.producerID, s.epoch+epochDelta, commit
-			return r
-		}
+		return endTxnReq(id, commit, epochDelta)
 	}
-	// The next epoch EndTxn v5 answered; Kafka may still be writing the
-	// previous transaction's markers (CONCURRENT_TRANSACTIONS): retried.
-	bumped := func(s *diffSide, resp kmsg.Response) {
-		if r := resp.(*kmsg.EndTxnResponse); r.ErrorCode == 0 && r.ProducerEpoch >= 0 {
-			s.epoch = r.ProducerEpoch
-		}
-	}
-	notConcurrent := func(resp kmsg.Response) bool {
-		return resp.(*kmsg.EndTxnResponse).ErrorCode != kerr.ConcurrentTransactions.Code
-	}
+	bumped, notConcurrent := rememberEndTxnEpoch, notConcurrentTxn
 	txnProduce := func(epochDelta int16, seq int32) func(*diffSide, int16) kmsg.Request {
-		build := produceReq(topic, 0, -1, func(s *diffSide) []byte {
-			return diffBatch(s.producerID, s.epoch+epochDelta, seq, true, "v2")
-		})
-		return func(s *diffSide, v int16) kmsg.Request {
-			r := build(s, v).(*kmsg.ProduceRequest)
-			r.TransactionID = &id
-			return r
-		}
+		return txnProduceReq(topic, id, epochDelta, seq, "v2")
 	}
 	describe := func(s *diffSide, v int16) kmsg.Request {
 		r := kmsg.NewPtrDescribeTransactionsRequest()
@@ -458,16 +438,8 @@ func txnV2Steps(run string) []diffStep {
 		return r
 	}
 	startTime := regexp.MustCompile(`StartTimestamp$`)
-	return []diffStep{
-		{name: "create", req: createTopicsReq(topic, 1, nil, false), versions: newest,
-			ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
-		awaitTopic(topic, 1),
-		awaitCoordinator(id, 1),
-		awaitTxnLoaded(id),
-		awaitCoordinator(group, 0),
-		awaitGroupLoaded(group),
-		{name: "init", req: initProducerIDReq(&id), after: rememberProducer, versions: newest,
-			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
+	steps := append([]diffStep{awaitCoordinator(group, 0), awaitGroupLoaded(group)}, transactionalSetup(topic, id)...)
+	return append(steps, []diffStep{
 		// Kafka may take the new partition's leadership a moment after
 		// its metadata shows it (NOT_LEADER_OR_FOLLOWER meanwhile).
 		{name: "produce v11 outside the transaction", req: txnProduce(0, 0), versions: at(11),
@@ -517,6 +489,20 @@ func txnV2Steps(run string) []diffStep {
 		{name: "init of a new producer fences it", req: initProducerIDReq(&id), after: rememberProducer, versions: newest,
 			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
 		{name: "describe after the fence", req: describe, versions: newest, ignore: startTime},
+	}...)
+}
+
+// transactionalSetup creates topic (one partition) and initializes
+// transactional producer id on each side, once both brokers serve them.
+func transactionalSetup(topic, id string) []diffStep {
+	return []diffStep{
+		{name: "create", req: createTopicsReq(topic, 1, nil, false), versions: func(lo, hi int16) []int16 { return []int16{hi} },
+			ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
+		awaitTopic(topic, 1),
+		awaitCoordinator(id, 1),
+		awaitTxnLoaded(id),
+		{name: "init", req: initProducerIDReq(&id), after: rememberProducer, versions: func(lo, hi int16) []int16 { return []int16{hi} },
+			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
 	}
 }
 
@@ -524,6 +510,43 @@ func addOffsetsReq(txnID, group string, epochDelta int16) func(*diffSide, int16)
 	return func(s *diffSide, v int16) kmsg.Request {
 		r := kmsg.NewPtrAddOffsetsToTxnRequest()
 		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = txnID, s.producerID, s.epoch+epochDelta, group
+		return r
+	}
+}
+
+// endTxnReq ends transaction id at the side's producer epoch moved by
+// epochDelta.
+func endTxnReq(id string, commit bool, epochDelta int16) func(*diffSide, int16) kmsg.Request {
+	return func(s *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrEndTxnRequest()
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = id, s.producerID, s.epoch+epochDelta, commit
+		return r
+	}
+}
+
+// rememberEndTxnEpoch keeps the next epoch EndTxn v5 answered
+// (transactions v2 bump the epoch at every end).
+func rememberEndTxnEpoch(s *diffSide, resp kmsg.Response) {
+	if r := resp.(*kmsg.EndTxnResponse); r.ErrorCode == 0 && r.ProducerEpoch >= 0 {
+		s.epoch = r.ProducerEpoch
+	}
+}
+
+// notConcurrentTxn holds unless Kafka is still writing the previous
+// transaction's markers (CONCURRENT_TRANSACTIONS), which is retried.
+func notConcurrentTxn(resp kmsg.Response) bool {
+	return resp.(*kmsg.EndTxnResponse).ErrorCode != kerr.ConcurrentTransactions.Code
+}
+
+// txnProduceReq produces values to partition 0 of topic in transaction id,
+// at the side's producer epoch moved by epochDelta, from sequence seq.
+func txnProduceReq(topic, id string, epochDelta int16, seq int32, values ...string) func(*diffSide, int16) kmsg.Request {
+	build := produceReq(topic, 0, -1, func(s *diffSide) []byte {
+		return diffBatch(s.producerID, s.epoch+epochDelta, seq, true, values...)
+	})
+	return func(s *diffSide, v int16) kmsg.Request {
+		r := build(s, v).(*kmsg.ProduceRequest)
+		r.TransactionID = &id
 		return r
 	}
 }
