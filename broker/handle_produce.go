@@ -224,20 +224,26 @@ func (b *Broker) produceTopic(c *conn, version int16, rt *kmsg.ProduceRequestTop
 		t  topic.Topic
 		ok bool
 	)
+	name := rt.Topic
 	if version >= 13 {
 		if t, ok = b.topics.ByID(topic.ID(rt.TopicID)); !ok {
 			return t, kerr.UnknownTopicID.Code
 		}
-		if !b.allowed(c, opWrite, resTopic, t.Name) {
-			return t, kerr.TopicAuthorizationFailed.Code
-		}
-	} else if !b.allowed(c, opWrite, resTopic, rt.Topic) {
-		return t, kerr.TopicAuthorizationFailed.Code
-	} else if t, ok = b.topics.Get(rt.Topic); !ok {
-		return t, kerr.UnknownTopicOrPartition.Code
+		name = t.Name
 	}
-	if topic.IsInternal(t.Name) && c.clientID != internalWriterClientID {
+	if !b.allowed(c, opWrite, resTopic, name) {
+		return t, kerr.TopicAuthorizationFailed.Code
+	}
+	// An internal topic's name is refused whether the topic exists yet
+	// or not, as Kafka's ReplicaManager refuses it before it looks for
+	// the partition.
+	if topic.IsInternal(name) && c.clientID != internalWriterClientID {
 		return t, kerr.InvalidTopicException.Code
+	}
+	if version < 13 {
+		if t, ok = b.topics.Get(name); !ok {
+			return t, kerr.UnknownTopicOrPartition.Code
+		}
 	}
 	return t, 0
 }
@@ -355,7 +361,11 @@ func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
 	for i := range req.Topics {
 		for j := range req.Topics[i].Partitions {
 			r := req.Topics[i].Partitions[j].Records
-			if len(r) >= batch.AttributesOffset+2 && r[batch.AttributesOffset+1]&batch.AttrTransactional != 0 {
+			// Only a magic-2 batch has the flag (Kafka's
+			// RecordBatch.isTransactional); older formats fail
+			// validation later with INVALID_RECORD.
+			if len(r) >= batch.AttributesOffset+2 && r[batch.MagicOffset] == batch.MagicV2 &&
+				r[batch.AttributesOffset+1]&batch.AttrTransactional != 0 {
 				return true
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/partition"
+	"github.com/kbroker/kbroker/partition/batch"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/topic"
 )
@@ -308,6 +309,11 @@ func TestProduceErrors(t *testing.T) {
 	big.valueSize = 2000
 	byID := produceReq(13, 1, "", 0, plainBatch(1).encode())
 	byID.Topics[0].TopicID = [16]byte{1, 2, 3}
+	// A magic-1 message whose timestamp puts the transactional bit where
+	// a magic-2 batch has its attributes: not a transactional batch.
+	oldFormat := make([]byte, 40)
+	binary.BigEndian.PutUint32(oldFormat[batch.LengthOffset:], uint32(len(oldFormat)-batch.LogOverhead))
+	oldFormat[batch.MagicOffset], oldFormat[batch.AttributesOffset+1] = 1, 0x10
 
 	for _, tc := range []struct {
 		name      string
@@ -326,6 +332,8 @@ func TestProduceErrors(t *testing.T) {
 		{"transactional", produceReq(9, 1, "t", 0, txn.encode()), kerr.TransactionalIDAuthorizationFailed, -1},
 		{"unknown topic id", byID, kerr.UnknownTopicID, -1},
 		{"internal topic", produceReq(9, 1, topic.GroupMetadataTopic, 0, plainBatch(1).encode()), kerr.InvalidTopicException, -1},
+		{"internal topic not created yet", produceReq(9, 1, topic.TransactionTopic, 0, plainBatch(1).encode()), kerr.InvalidTopicException, -1},
+		{"old message format", produceReq(9, 1, "t", 0, oldFormat), kerr.InvalidRecord, -1},
 		{"null records", produceReq(9, 1, "t", 0, nil), kerr.InvalidRecord, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
