@@ -134,6 +134,8 @@ type diffSide struct {
 	memberID   string
 	generation int32
 	topicIDs   map[string][16]byte // from CreateTopics responses
+	// fetchSession is the id of the fetch session a step opened.
+	fetchSession int32
 }
 
 // flatten turns a response into path → value, for field-by-field
@@ -480,28 +482,43 @@ func diffConfig(t *testing.T) string {
 // and first sequence if pid >= 0, transactional if txn. Timestamps are
 // fixed so both brokers store the same batch.
 func diffBatch(pid int64, epoch int16, seq int32, txn bool, values ...string) []byte {
+	return batchSpec{pid: pid, epoch: epoch, seq: seq, txn: txn, ts: 1700000000000}.encode(values...)
+}
+
+// batchSpec is what a test batch carries besides its values.
+type batchSpec struct {
+	pid   int64 // < 0: no producer id
+	epoch int16
+	seq   int32
+	txn   bool
+	ts    int64  // every record's timestamp
+	key   []byte // every record's key; nil for none
+}
+
+// encode is the magic-2 batch of values (short ones: each record's length
+// must fit one varint byte).
+func (b batchSpec) encode(values ...string) []byte {
 	var recs []byte
 	for i, v := range values {
-		r := kmsg.Record{OffsetDelta: int32(i), Key: nil, Value: []byte(v)}
+		r := kmsg.Record{OffsetDelta: int32(i), Key: b.key, Value: []byte(v)}
 		r.Length = int32(len(r.AppendTo(nil)) - 1) // Length itself is one varint byte here
 		recs = r.AppendTo(recs)
 	}
-	const ts = 1700000000000
 	rb := kmsg.RecordBatch{
-		Magic: 2, LastOffsetDelta: int32(len(values) - 1), FirstTimestamp: ts, MaxTimestamp: ts,
-		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: int32(len(values)),
+		Magic: 2, LastOffsetDelta: int32(len(values) - 1), FirstTimestamp: b.ts, MaxTimestamp: b.ts,
+		ProducerID: b.pid, ProducerEpoch: b.epoch, FirstSequence: b.seq, NumRecords: int32(len(values)),
 		Records: recs, PartitionLeaderEpoch: -1,
 	}
-	if pid < 0 {
+	if b.pid < 0 {
 		rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = -1, -1, -1
 	}
-	if txn {
+	if b.txn {
 		rb.Attributes = 0x10
 	}
-	b := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
 }
 
 // TestDiffCompare: the comparison reports a changed error code and a
