@@ -12,6 +12,7 @@ package integration
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -37,7 +38,7 @@ const diffKafkaEnv = "KBROKER_DIFF_KAFKA"
 // diffIgnore are the response fields (flattened JSON paths, matched at
 // their end) that legitimately differ between two brokers.
 var diffIgnore = regexp.MustCompile(`(^|\.)(ThrottleMillis|ErrorMessage|TopicID(\.\d+)?|ClusterID|Host|Port|Rack|` +
-	`ProducerID|MemberID|LeaderID|UnknownTags|RecordBatches|SessionID|ClusterAuthorizedOperations|` +
+	`ProducerID|MemberID|LeaderID|UnknownTags|SessionID|ClusterAuthorizedOperations|` +
 	`TopicAuthorizedOperations|AuthorizedOperations|ControllerID|LogAppendTime)$`)
 
 // diffConn is one connection that sends a request at an exact version and
@@ -169,11 +170,57 @@ func flatten(t *testing.T, resp kmsg.Response, ignore *regexp.Regexp) map[string
 			if diffIgnore.MatchString(path) || (ignore != nil && ignore.MatchString(path)) {
 				return
 			}
+			if b64, ok := x.(string); ok && strings.HasSuffix(path, "RecordBatches") {
+				raw, err := base64.StdEncoding.DecodeString(b64)
+				if err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				out[path] = describeBatches(raw)
+				return
+			}
 			out[path] = fmt.Sprint(x)
 		}
 	}
 	walk("", v)
 	return out
+}
+
+// describeBatches renders fetched record batches for comparison: each
+// batch's offsets, record count, attributes, producer epoch and sequence,
+// and for data batches with client timestamps also the timestamps and a
+// checksum of the records. Left out is what differs between two brokers
+// by design: the partition leader epoch, the CRC (it covers the producer
+// id), producer ids, and the broker's own timestamps (LogAppendTime,
+// control batches). A trailing partial batch is shown by its size.
+func describeBatches(b []byte) string {
+	const header = 61
+	var out []string
+	for len(b) > 0 {
+		if len(b) < 12 {
+			out = append(out, fmt.Sprintf("partial %d bytes", len(b)))
+			break
+		}
+		n := 12 + int(binary.BigEndian.Uint32(b[8:]))
+		if n < header || n > len(b) {
+			out = append(out, fmt.Sprintf("partial %d of %d bytes", len(b), n))
+			break
+		}
+		batch := b[:n]
+		b = b[n:]
+		base := int64(binary.BigEndian.Uint64(batch))
+		attrs := binary.BigEndian.Uint16(batch[21:])
+		last := int32(binary.BigEndian.Uint32(batch[23:]))
+		epoch := int16(binary.BigEndian.Uint16(batch[51:]))
+		seq := int32(binary.BigEndian.Uint32(batch[53:]))
+		count := int32(binary.BigEndian.Uint32(batch[57:]))
+		d := fmt.Sprintf("offsets %d-%d records %d attrs %#x epoch %d seq %d", base, base+int64(last), count, attrs, epoch, seq)
+		if attrs&(0x08|0x20) == 0 { // CreateTime data
+			d += fmt.Sprintf(" ts %d-%d records crc %08x", int64(binary.BigEndian.Uint64(batch[27:])),
+				int64(binary.BigEndian.Uint64(batch[35:])), crc32.ChecksumIEEE(batch[header:]))
+		}
+		out = append(out, d)
+	}
+	return strings.Join(out, "; ")
 }
 
 // diffStep is one request of a sequence, sent to both brokers.
