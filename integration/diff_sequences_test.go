@@ -284,6 +284,7 @@ func diffSequences(run string) []diffSequence {
 				return r
 			}, versions: oneVersion},
 		}},
+		{name: "offsets", steps: offsetsDiffSteps(run)},
 		{name: "group admin", steps: []diffStep{
 			awaitCoordinator("nogroup-"+run, 0),
 			awaitGroupLoaded("nogroup-" + run),
