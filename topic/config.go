@@ -28,6 +28,7 @@ const (
 	CompressionTypeConfig        = "compression.type"
 	MinInsyncReplicasConfig      = "min.insync.replicas"
 	remoteStorageEnableConfig    = "remote.storage.enable"
+	messageDownconversionConfig  = "message.downconversion.enable"
 	minCompactionLagMsConfig     = "min.compaction.lag.ms"
 	maxCompactionLagMsConfig     = "max.compaction.lag.ms"
 	messageFormatVersionConfig   = "message.format.version"
@@ -100,7 +101,10 @@ func LookupDefinition(name string) (Definition, bool) {
 // KIP-937); Kafka 4 answers them as unknown names, and so does kbroker, with
 // a hint.
 var removedConfigs = map[string]string{
-	messageFormatVersionConfig:   "removed in Kafka 4.0 (KIP-724)",
+	messageFormatVersionConfig: "removed in Kafka 4.0 (KIP-724)",
+	// Kept as a no-op through Kafka 4.0 and stored by kbroker until
+	// 4.4, which refuses it: loading drops it from stored topics.
+	messageDownconversionConfig:  "a no-op since Kafka 4.0 (KIP-896), which Kafka 4.4 no longer accepts",
 	timestampDifferenceMaxConfig: "removed in Kafka 4.0, use message.timestamp.before.max.ms and message.timestamp.after.max.ms (KIP-937)",
 }
 
@@ -165,6 +169,11 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 			fromDefaults: func(d *Defaults) string { return strconv.FormatInt(d.DeleteRetentionMs, 10) },
 		},
 		{
+			Name: "errors.deadletterqueue.group.enable", Type: kmsg.ConfigTypeBoolean, Default: "false",
+			Doc:  "Whether share groups may use the topic as a dead-letter queue (Kafka 4.4).",
+			Note: "stored and reported, not applied: kbroker's share groups have no dead-letter queue",
+		},
+		{
 			Name: "file.delete.delay.ms", Type: kmsg.ConfigTypeLong, Default: "60000",
 			Synonyms: []string{"log.segment.delete.delay.ms"}, Valid: "[0,...]", check: atLeast(0),
 			Doc:  "How long to wait before removing a deleted segment file.",
@@ -221,10 +230,11 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 			fromDefaults: func(d *Defaults) string { return strconv.FormatInt(int64(d.MaxMessageBytes), 10) },
 		},
 		{
-			Name: "message.downconversion.enable", Type: kmsg.ConfigTypeBoolean, Default: "true",
-			Synonyms: []string{"log.message.downconversion.enable"},
-			Doc:      "Deprecated: down-conversion for old consumers; a no-op since Kafka 4.0 (KIP-896).",
-			Note:     "stored and reported, not applied, as in Kafka 4.0",
+			Name: "max.decompressed.message.bytes", Type: kmsg.ConfigTypeInt, Default: "2147483639",
+			Valid: "[1,...]", check: atLeast(1),
+			Doc: "Largest decompressed record the broker accepts (Kafka 4.4).",
+			Note: "stored and reported, not applied: kbroker bounds what it decompresses by the batch " +
+				"(64 MiB, or 16 times max.message.bytes)",
 		},
 		{
 			Name: TimestampAfterMaxMsConfig, Type: kmsg.ConfigTypeLong, Default: "3600000",
@@ -280,6 +290,16 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 			Synonyms: []string{"log.preallocate"},
 			Doc:      "Preallocate segment files on disk.",
 			Note:     "stored and reported, not applied: commit-log files are always preallocated",
+		},
+		{
+			Name: "remote.copy.lag.bytes", Type: kmsg.ConfigTypeLong, Default: "-1",
+			Valid: "[-1,...]", check: atLeast(-1),
+			Doc: "Newer local data after a segment that makes it eligible for copying to remote storage.", Note: noRemote,
+		},
+		{
+			Name: "remote.copy.lag.ms", Type: kmsg.ConfigTypeLong, Default: "0",
+			Valid: "[-1,...]", check: atLeast(-1),
+			Doc: "Age of a segment's newest record that makes it eligible for copying to remote storage.", Note: noRemote,
 		},
 		{
 			Name: "remote.log.copy.disable", Type: kmsg.ConfigTypeBoolean, Default: "false",

@@ -112,7 +112,14 @@ func TestConfigValues(t *testing.T) {
 		{"remote.storage.enable", "true", bad}, // no tiered storage
 		{"remote.log.copy.disable", "true", "true"},
 		{"remote.log.delete.on.disable", "true", "true"},
-		{"message.downconversion.enable", "false", "false"},
+		{"message.downconversion.enable", "false", bad}, // refused since Kafka 4.4
+		{"max.decompressed.message.bytes", "1", "1"},
+		{"max.decompressed.message.bytes", "0", bad},
+		{"remote.copy.lag.ms", "-1", "-1"},
+		{"remote.copy.lag.ms", "-2", bad},
+		{"remote.copy.lag.bytes", "-1", "-1"},
+		{"remote.copy.lag.bytes", "-2", bad},
+		{"errors.deadletterqueue.group.enable", "true", "true"},
 	}
 	for _, tt := range tests {
 		c, err := NewConfigs(map[string]*string{tt.name: strp(tt.value)}, KafkaDefaults())
@@ -201,8 +208,8 @@ func TestConfigsAccessors(t *testing.T) {
 func TestDefinitions(t *testing.T) {
 	t.Parallel()
 	defs := Definitions()
-	if len(defs) != 34 {
-		t.Fatalf("got %d definitions, want Kafka 4's 34 topic configs", len(defs))
+	if len(defs) != 37 {
+		t.Fatalf("got %d definitions, want Kafka 4.4's 37 topic configs", len(defs))
 	}
 	applied := []string{"cleanup.policy", "delete.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
 		"message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type",

@@ -22,8 +22,8 @@ func TestDescribeSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries := c.Describe(d)
-	if len(entries) != 34 {
-		t.Fatalf("got %d entries, want 34", len(entries))
+	if len(entries) != 37 {
+		t.Fatalf("got %d entries, want 37", len(entries))
 	}
 	byName := map[string]ConfigEntry{}
 	for i, e := range entries {

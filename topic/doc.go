@@ -50,10 +50,15 @@
 // and the compression.*.level configs (batches are stored as produced);
 // min.insync.replicas,
 // unclean.leader.election.enable and the replication throttles (one node);
-// local.retention.ms, local.retention.bytes, remote.log.copy.disable and
+// local.retention.ms, local.retention.bytes, remote.copy.lag.ms,
+// remote.copy.lag.bytes, remote.log.copy.disable and
 // remote.log.delete.on.disable (no tiered storage; remote.storage.enable
 // accepts only false, as a Kafka broker with tiered storage off);
-// message.downconversion.enable (a no-op since Kafka 4.0).
+// max.decompressed.message.bytes (kbroker bounds decompression by the
+// batch); errors.deadletterqueue.group.enable (share groups have no
+// dead-letter queue). message.downconversion.enable, a no-op since Kafka
+// 4.0, is refused as Kafka 4.4 refuses it, and dropped from topics an
+// older kbroker stored with it.
 //
 // # Persistence
 //

@@ -164,8 +164,12 @@ func checkFileTopic(ft *fileTopic) string {
 	return ""
 }
 
-// fromFile resolves a stored topic's configs against d.
+// fromFile resolves a stored topic's configs against d. A config Kafka
+// no longer has (removedConfigs), stored by an older kbroker, is dropped.
 func fromFile(ft *fileTopic, d *Defaults) (*Topic, error) {
+	for name := range removedConfigs {
+		delete(ft.Configs, name)
+	}
 	set, err := validateSet(ft.Configs, d)
 	if err != nil {
 		return nil, err

@@ -367,9 +367,10 @@ func TestCorruptFile(t *testing.T) {
 			}
 		})
 	}
-	// A valid hand-written file with a config loads, unsorted.
+	// A valid hand-written file with a config loads, unsorted. The config
+	// Kafka 4.4 no longer has, which older kbrokers stored, is dropped.
 	dir := t.TempDir()
-	writeFile(t, dir, 1, `[{"name": "z", "id": "`+id2+`", "partitions": 2, "configs": {"retention.ms": " 10"}}, {"name": "a", "id": "`+id1+`", "partitions": 1}]`)
+	writeFile(t, dir, 1, `[{"name": "z", "id": "`+id2+`", "partitions": 2, "configs": {"retention.ms": " 10", "message.downconversion.enable": "false"}}, {"name": "a", "id": "`+id1+`", "partitions": 1}]`)
 	r, err := Open(dir, KafkaDefaults())
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +378,8 @@ func TestCorruptFile(t *testing.T) {
 	if got := names(r.List()); !slices.Equal(got, []string{"a", "z"}) {
 		t.Fatalf("List = %v", got)
 	}
-	if z, _ := r.Get("z"); z.Configs.RetentionMs() != 10 {
+	z, _ := r.Get("z")
+	if _, ok := z.Configs.Override("message.downconversion.enable"); z.Configs.RetentionMs() != 10 || ok {
 		t.Fatalf("z: %+v", z)
 	}
 }
