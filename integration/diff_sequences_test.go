@@ -353,6 +353,30 @@ func diffSequences(run string) []diffSequence {
 					}
 				}},
 		}},
+		{name: "configs, every topic config", steps: []diffStep{
+			{name: "describe every config of a topic", req: func(s *diffSide, v int16) kmsg.Request {
+				r := kmsg.NewPtrDescribeConfigsRequest()
+				res := kmsg.NewDescribeConfigsRequestResource()
+				res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, idem
+				r.Resources = append(r.Resources, res)
+				return r
+			}, ignore: regexp.MustCompile(`(Synonyms\..*|Documentation)$`),
+				// Left out: segment.bytes, where kbroker reports its
+				// commit log's files (README), and min.insync.replicas,
+				// which Kafka's storage format sets as a dynamic
+				// cluster default.
+				normalize: func(resp kmsg.Response) {
+					for i := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+						res := &resp.(*kmsg.DescribeConfigsResponse).Resources[i]
+						res.Configs = slices.DeleteFunc(res.Configs, func(c kmsg.DescribeConfigsResponseResourceConfig) bool {
+							return c.Name == "segment.bytes" || c.Name == "min.insync.replicas"
+						})
+						slices.SortFunc(res.Configs, func(a, b kmsg.DescribeConfigsResponseResourceConfig) int {
+							return strings.Compare(a.Name, b.Name)
+						})
+					}
+				}},
+		}},
 		{name: "transactions", steps: []diffStep{
 			awaitCoordinator(txnID, 1),
 			awaitTxnLoaded(txnID),
