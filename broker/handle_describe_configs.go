@@ -278,7 +278,50 @@ var brokerConfigTypes = sync.OnceValue(func() map[string]kmsg.ConfigType {
 		if f.Tag.Get("sensitive") == "true" {
 			ct = kmsg.ConfigTypePassword
 		}
-		out[f.Tag.Get("kafka")] = ct
+		name := f.Tag.Get("kafka")
+		if kt, ok := kafkaConfigTypes[name]; ok {
+			ct = kt
+		}
+		out[name] = ct
 	}
 	return out
 })
+
+// kafkaConfigTypes are the settings whose Kafka type the Go field's does
+// not tell: durations Kafka keeps in an int, sizes it caps at an int, and
+// lists kbroker parses from a string (Kafka 4.4's DescribeConfigs,
+// TestDiffKafka).
+var kafkaConfigTypes = map[string]kmsg.ConfigType{
+	"advertised.listeners":                                        kmsg.ConfigTypeList,
+	"listeners":                                                   kmsg.ConfigTypeList,
+	"log.dirs":                                                    kmsg.ConfigTypeList,
+	"log.cleanup.policy":                                          kmsg.ConfigTypeList,
+	"sasl.enabled.mechanisms":                                     kmsg.ConfigTypeList,
+	"group.consumer.assignors":                                    kmsg.ConfigTypeList,
+	"group.coordinator.rebalance.protocols":                       kmsg.ConfigTypeList,
+	"log.segment.bytes":                                           kmsg.ConfigTypeInt,
+	"offsets.retention.minutes":                                   kmsg.ConfigTypeInt,
+	"connection.failed.authentication.delay.ms":                   kmsg.ConfigTypeInt,
+	"group.initial.rebalance.delay.ms":                            kmsg.ConfigTypeInt,
+	"group.min.session.timeout.ms":                                kmsg.ConfigTypeInt,
+	"group.max.session.timeout.ms":                                kmsg.ConfigTypeInt,
+	"group.consumer.session.timeout.ms":                           kmsg.ConfigTypeInt,
+	"group.consumer.min.session.timeout.ms":                       kmsg.ConfigTypeInt,
+	"group.consumer.max.session.timeout.ms":                       kmsg.ConfigTypeInt,
+	"group.consumer.heartbeat.interval.ms":                        kmsg.ConfigTypeInt,
+	"group.consumer.min.heartbeat.interval.ms":                    kmsg.ConfigTypeInt,
+	"group.consumer.max.heartbeat.interval.ms":                    kmsg.ConfigTypeInt,
+	"group.share.session.timeout.ms":                              kmsg.ConfigTypeInt,
+	"group.share.heartbeat.interval.ms":                           kmsg.ConfigTypeInt,
+	"group.share.record.lock.duration.ms":                         kmsg.ConfigTypeInt,
+	"group.streams.session.timeout.ms":                            kmsg.ConfigTypeInt,
+	"group.streams.min.session.timeout.ms":                        kmsg.ConfigTypeInt,
+	"group.streams.max.session.timeout.ms":                        kmsg.ConfigTypeInt,
+	"group.streams.heartbeat.interval.ms":                         kmsg.ConfigTypeInt,
+	"group.streams.min.heartbeat.interval.ms":                     kmsg.ConfigTypeInt,
+	"group.streams.max.heartbeat.interval.ms":                     kmsg.ConfigTypeInt,
+	"group.streams.initial.rebalance.delay.ms":                    kmsg.ConfigTypeInt,
+	"transaction.max.timeout.ms":                                  kmsg.ConfigTypeInt,
+	"transactional.id.expiration.ms":                              kmsg.ConfigTypeInt,
+	"transaction.abort.timed.out.transaction.cleanup.interval.ms": kmsg.ConfigTypeInt,
+}

@@ -99,7 +99,7 @@ func TestDescribeConfigsBrokerDetails(t *testing.T) {
 		"message.max.bytes":         kmsg.ConfigTypeInt,
 		"auto.create.topics.enable": kmsg.ConfigTypeBoolean,
 		"connections.max.idle.ms":   kmsg.ConfigTypeLong,
-		"listeners":                 kmsg.ConfigTypeString,
+		"listeners":                 kmsg.ConfigTypeList, // Kafka 4.4's type, not the Go field's
 	}
 	for _, c := range res.Configs {
 		_, dynamic := dynamicBrokerConfigs[c.Name]
