@@ -206,6 +206,7 @@ func diffSequences(run string) []diffSequence {
 			{name: "alter config unknown topic", req: incrementalAlterReq(missing, "retention.ms", "1000")},
 			{name: "delete unknown topic", req: deleteTopicsReq(missing)},
 		}},
+		{name: "topic edges", steps: topicEdgeSteps(run)},
 		{name: "produce edges", steps: produceEdgeSteps(run)},
 		{name: "produce-fetch", steps: []diffStep{
 			{name: "create", req: createTopicsReq(small, 1, map[string]string{"max.message.bytes": "2000"}, false), versions: oneVersion,
