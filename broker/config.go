@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,12 @@ type Config struct {
 	// NAME:PROTOCOL pairs. The default is Kafka's, each protocol's name
 	// mapped to itself.
 	ListenerSecurityProtocolMap string `kafka:"listener.security.protocol.map"`
+	// ControllerListenerNames is controller.listener.names: listeners of
+	// Kafka's KRaft controllers, comma-separated. kbroker is its own
+	// controller and serves no controller requests, so listeners and
+	// advertised.listeners entries of these names are not bound (a Kafka
+	// server.properties runs as it is).
+	ControllerListenerNames string `kafka:"controller.listener.names"`
 
 	// SASLEnabledMechanisms is sasl.enabled.mechanisms, the mechanisms
 	// SASL_PLAINTEXT and SASL_SSL listeners offer: PLAIN, SCRAM-SHA-256,
@@ -637,6 +644,9 @@ func (c *Config) Set(name, value string) error {
 	if strings.HasPrefix(name, listenerPrefix) {
 		return c.setListenerOverride(name, value)
 	}
+	if syn, ok := settingSynonyms[name]; ok {
+		return c.setSynonym(name, value, syn)
+	}
 	v := reflect.ValueOf(c).Elem()
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
@@ -682,14 +692,33 @@ func (c *Config) Set(name, value string) error {
 		}
 		return nil
 	}
+	if _, ok := inapplicableSettings[name]; ok {
+		return nil
+	}
 	return fmt.Errorf("unknown setting %q", name)
 }
 
 // LoadProperties reads key=value lines (server.properties style: '#' and
-// '!' start comments, blank lines are skipped) into c.
+// '!' start comments, blank lines are skipped) into c, Kafka's coarser
+// synonyms before the settings they stand for (SetAll).
 func (c *Config) LoadProperties(r io.Reader) error {
+	props, err := ParseProperties(r) // the lines it could read are still set
+	return errors.Join(err, c.SetAll(props))
+}
+
+// Property is one key=value line of a properties file.
+type Property struct {
+	// Line is its line number, 1 for the first.
+	Line        int
+	Name, Value string
+}
+
+// ParseProperties reads key=value lines (server.properties style: '#' and
+// '!' start comments, blank lines are skipped).
+func ParseProperties(r io.Reader) ([]Property, error) {
 	sc := bufio.NewScanner(r)
 	var errs []error
+	var out []Property
 	for line := 1; sc.Scan(); line++ {
 		s := strings.TrimSpace(sc.Text())
 		if s == "" || s[0] == '#' || s[0] == '!' {
@@ -700,12 +729,35 @@ func (c *Config) LoadProperties(r io.Reader) error {
 			errs = append(errs, fmt.Errorf("line %d: no '=' in %q", line, s))
 			continue
 		}
-		if err := c.Set(strings.TrimSpace(k), v); err != nil {
-			errs = append(errs, fmt.Errorf("line %d: %w", line, err))
-		}
+		out = append(out, Property{Line: line, Name: strings.TrimSpace(k), Value: v})
 	}
 	if err := sc.Err(); err != nil {
 		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// SetAll sets props, each of Kafka's coarser synonyms before the names
+// more specific than it (log.retention.hours, then .minutes, then .ms), so
+// that the most specific one set wins wherever it appears, as in Kafka;
+// otherwise in order.
+func (c *Config) SetAll(props []Property) error {
+	sorted := slices.Clone(props)
+	slices.SortStableFunc(sorted, func(a, b Property) int { return specificity(a.Name) - specificity(b.Name) })
+	type failure struct {
+		line int
+		err  error
+	}
+	var failed []failure
+	for _, p := range sorted {
+		if err := c.Set(p.Name, p.Value); err != nil {
+			failed = append(failed, failure{p.Line, fmt.Errorf("line %d: %w", p.Line, err)})
+		}
+	}
+	slices.SortStableFunc(failed, func(a, b failure) int { return a.line - b.line }) // reported in line order
+	errs := make([]error, len(failed))
+	for i, f := range failed {
+		errs[i] = f.err
 	}
 	return errors.Join(errs...)
 }

@@ -7,8 +7,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -81,6 +83,29 @@ broker reports the same names and values.
 			def = "(empty)"
 		}
 		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", name, def, f.Name, strings.ReplaceAll(doc, "|", `\|`))
+	}
+	b.WriteString(`
+## Kafka's other names, and Kafka settings kbroker ignores
+
+A Kafka ` + "`server.properties`" + ` runs as it is. Kafka's coarser names set the settings
+above (the most specific one set wins, wherever it appears in the file, as in Kafka):
+
+`)
+	for _, name := range slices.Sorted(maps.Keys(settingSynonyms)) {
+		syn := settingSynonyms[name]
+		if syn.scale == 1 {
+			fmt.Fprintf(&b, "- `%s`: sets `%s`\n", name, syn.of)
+		} else {
+			fmt.Fprintf(&b, "- `%s`: sets `%s` (times %d)\n", name, syn.of, syn.scale)
+		}
+	}
+	b.WriteString(`
+These Kafka settings are accepted and ignored; the kbroker command logs the ones a file or
+flag set when it starts:
+
+`)
+	for _, name := range slices.Sorted(maps.Keys(inapplicableSettings)) {
+		fmt.Fprintf(&b, "- `%s`: %s\n", name, inapplicableSettings[name])
 	}
 	return b.Bytes()
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -156,7 +157,12 @@ func (c *Config) listenerSpecs() ([]listenerSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	controllers := c.controllerListeners()
+	specs = slices.DeleteFunc(specs, func(s listenerSpec) bool { return controllers[s.name] })
 	if len(specs) == 0 {
+		if len(controllers) > 0 {
+			return nil, errors.New("listeners names only controller listeners (controller.listener.names)")
+		}
 		return nil, errors.New("listeners is empty")
 	}
 	pm, err := parseProtocolMap(c.ListenerSecurityProtocolMap)
@@ -192,6 +198,7 @@ func (c *Config) listenerSpecs() ([]listenerSpec, error) {
 			errs = append(errs, err)
 			break
 		}
+		advs = slices.DeleteFunc(advs, func(s listenerSpec) bool { return controllers[s.name] })
 		for _, a := range advs {
 			found := false
 			for i := range specs {
@@ -208,6 +215,18 @@ func (c *Config) listenerSpecs() ([]listenerSpec, error) {
 		}
 	}
 	return specs, errors.Join(errs...)
+}
+
+// controllerListeners are the names in controller.listener.names, upper
+// case as listener names are compared.
+func (c *Config) controllerListeners() map[string]bool {
+	out := map[string]bool{}
+	for _, n := range strings.Split(c.ControllerListenerNames, ",") {
+		if n = strings.ToUpper(strings.TrimSpace(n)); n != "" {
+			out[n] = true
+		}
+	}
+	return out
 }
 
 // advertised is the address to tell clients for a listener bound at

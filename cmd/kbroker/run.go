@@ -48,6 +48,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fields = append(fields, zap.String(p[0], p[1]))
 	}
 	lg.Info("starting kbroker", fields...)
+	if len(o.ignored) > 0 {
+		lg.Info("Kafka settings that do not apply to kbroker, ignored", zap.Strings("settings", o.ignored))
+	}
 
 	var adm *admin.Server
 	if o.adminListen != "" {
@@ -201,6 +204,10 @@ type options struct {
 	adminListen string
 	// adminControls is --admin-controls: auto, on or off.
 	adminControls string
+	// ignored are the Kafka settings the config file or --set gave that
+	// do not apply to kbroker (broker.InapplicableSetting), as
+	// "name=value (why)", logged at start-up.
+	ignored []string
 }
 
 // controlsOn reports whether the admin listener serves the test controls
@@ -386,8 +393,12 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 
 	o.cfg = broker.DefaultConfig()
 	if *configFile != "" {
-		if err := loadConfigFile(&o.cfg, *configFile); err != nil {
+		props, err := loadConfigFile(&o.cfg, *configFile)
+		if err != nil {
 			return o, err
+		}
+		for _, p := range props {
+			o.noteIgnored(p.Name, p.Value)
 		}
 	}
 	var errs []error
@@ -395,6 +406,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 		if err := o.cfg.Set(kv[0], kv[1]); err != nil {
 			errs = append(errs, fmt.Errorf("flag -set %s: %w", kv[0], err))
 		}
+		o.noteIgnored(kv[0], kv[1])
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if s, ok := settings[f.Name]; ok {
@@ -418,14 +430,23 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-func loadConfigFile(cfg *broker.Config, name string) error {
+// loadConfigFile sets cfg from a properties file and returns its lines.
+func loadConfigFile(cfg *broker.Config, name string) ([]broker.Property, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return fmt.Errorf("config file: %w", err)
+		return nil, fmt.Errorf("config file: %w", err)
 	}
 	defer f.Close()
-	if err := cfg.LoadProperties(f); err != nil {
-		return fmt.Errorf("config file %s: %w", name, err)
+	props, err := broker.ParseProperties(f)
+	if err = errors.Join(err, cfg.SetAll(props)); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", name, err)
 	}
-	return nil
+	return props, nil
+}
+
+// noteIgnored remembers a Kafka setting that does not apply to kbroker.
+func (o *options) noteIgnored(name, value string) {
+	if why, ok := broker.InapplicableSetting(name); ok {
+		o.ignored = append(o.ignored, fmt.Sprintf("%s=%s (%s)", name, strings.TrimSpace(value), why))
+	}
 }

@@ -50,6 +50,32 @@ connections.max.idle.ms=1000
 ! another comment style
 auto.create.topics.enable=false
 `)
+	// Kafka 4's own config/server.properties (KRaft, combined mode).
+	kafkaFile := writeFile(t, `process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=24
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+`)
 	tests := []struct {
 		name string
 		args []string
@@ -57,6 +83,34 @@ auto.create.topics.enable=false
 		opts func(*options)       // expected logging options, from info/console
 	}{
 		{name: "defaults", args: nil},
+		{
+			name: "Kafka's server.properties",
+			args: []string{"--config", kafkaFile, "--set", "num.io.threads=16"},
+			edit: func(c *broker.Config) {
+				c.NodeID, c.Listen = 1, "PLAINTEXT://:9092,CONTROLLER://:9093"
+				c.AdvertisedListener = "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093"
+				c.ControllerListenerNames, c.ListenerSecurityProtocolMap = "CONTROLLER", "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+				c.DataDir, c.RetentionMs, c.SegmentBytes = "/tmp/kraft-combined-logs", 24*3600*1000, 1<<30
+			},
+			opts: func(o *options) {
+				o.ignored = []string{
+					"process.roles=broker,controller (kbroker is one node, broker and controller at once)",
+					"controller.quorum.bootstrap.servers=localhost:9093 (no KRaft quorum: kbroker keeps its metadata in its data directory)",
+					"inter.broker.listener.name=PLAINTEXT (no other brokers to talk to)",
+					"num.network.threads=3 (a goroutine serves each connection)",
+					"num.io.threads=8 (a goroutine serves each connection)",
+					"socket.send.buffer.bytes=102400 (the kernel's socket buffer sizes apply)",
+					"socket.receive.buffer.bytes=102400 (the kernel's socket buffer sizes apply)",
+					"num.recovery.threads.per.data.dir=1 (recovery reads one commit log)",
+					"offsets.topic.replication.factor=1 (no replication: one node keeps one copy)",
+					"share.coordinator.state.topic.replication.factor=1 (no replication: one node keeps one copy)",
+					"share.coordinator.state.topic.min.isr=1 (no replication: one node keeps one copy)",
+					"transaction.state.log.replication.factor=1 (no replication: one node keeps one copy)",
+					"transaction.state.log.min.isr=1 (no replication: one node keeps one copy)",
+					"num.io.threads=16 (a goroutine serves each connection)",
+				}
+			},
+		},
 		{
 			name: "every flag",
 			args: []string{
