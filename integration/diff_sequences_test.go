@@ -286,6 +286,7 @@ func diffSequences(run string) []diffSequence {
 			}, versions: oneVersion},
 		}},
 		{name: "offsets", steps: offsetsDiffSteps(run)},
+		{name: "classic group lifecycle", steps: classicGroupLifecycleSteps(run)},
 		{name: "group admin", steps: []diffStep{
 			awaitCoordinator("nogroup-"+run, 0),
 			awaitGroupLoaded("nogroup-" + run),

@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"regexp"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// classicGroupLifecycleSteps are a classic group's whole round, as a
+// consumer with the range assignor goes through it: join (member id
+// required, then with it), sync as the leader with an assignment,
+// heartbeat, commit and fetch offsets at the generation, describe the
+// Stable group, a second sync, leave, and describe the Empty group.
+func classicGroupLifecycleSteps(run string) []diffStep {
+	group, topic := "lc-"+run, "lct-"+run
+	newest := func(lo, hi int16) []int16 { return []int16{hi} }
+	memberIDs := regexp.MustCompile(`(LeaderID|MemberID|Members\.\d+\.MemberID)$`)
+	sync := func(s *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrSyncGroupRequest()
+		r.Group, r.Generation, r.MemberID = group, s.generation, s.memberID
+		r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+		a := kmsg.NewConsumerMemberAssignment()
+		a.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: topic, Partitions: []int32{0, 1}}}
+		r.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: s.memberID, MemberAssignment: a.AppendTo(nil)}}
+		return r
+	}
+	describe := func(s *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrDescribeGroupsRequest()
+		r.Groups = []string{group}
+		return r
+	}
+	return []diffStep{
+		{name: "create", req: createTopicsReq(topic, 2, nil, false), versions: newest,
+			ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
+		awaitTopic(topic, 2),
+		awaitCoordinator(group, 0),
+		awaitGroupLoaded(group),
+		{name: "join", req: joinReq(group, ""), versions: newest,
+			after: func(s *diffSide, resp kmsg.Response) { s.memberID = resp.(*kmsg.JoinGroupResponse).MemberID }},
+		{name: "join with the member id", req: func(s *diffSide, v int16) kmsg.Request { return joinReq(group, s.memberID)(s, v) },
+			versions: newest, ignore: memberIDs,
+			after: func(s *diffSide, resp kmsg.Response) { s.generation = resp.(*kmsg.JoinGroupResponse).Generation }},
+		{name: "sync as the leader", req: sync, versions: newest},
+		{name: "heartbeat", req: func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrHeartbeatRequest()
+			r.Group, r.Generation, r.MemberID = group, s.generation, s.memberID
+			return r
+		}},
+		{name: "commit at the generation", req: func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrOffsetCommitRequest()
+			r.Group, r.Generation, r.MemberID = group, s.generation, s.memberID
+			t := kmsg.NewOffsetCommitRequestTopic()
+			t.Topic, t.TopicID = topic, s.topicIDs[topic]
+			t.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}, {Partition: 1, Offset: 9, LeaderEpoch: -1}}
+			r.Topics = append(r.Topics, t)
+			return r
+		}, versions: func(lo, hi int16) []int16 { return []int16{max(lo, 1), hi} }},
+		{name: "fetch the offsets", req: func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrOffsetFetchRequest()
+			r.Group = group
+			r.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: topic, Partitions: []int32{0, 1}}}
+			r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group, Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: topic, Partitions: []int32{0, 1}}}}}
+			return r
+		}, versions: func(lo, hi int16) []int16 { return []int16{1, 9} }},
+		{name: "describe the Stable group", req: describe, ignore: regexp.MustCompile(`(MemberID|ClientHost|MemberMetadata|MemberAssignment)$`)},
+		{name: "sync again", req: sync, versions: newest},
+		{name: "leave", req: func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrLeaveGroupRequest()
+			r.Group, r.MemberID = group, s.memberID
+			r.Members = []kmsg.LeaveGroupRequestMember{{MemberID: s.memberID}}
+			return r
+		}, versions: newest, ignore: memberIDs},
+		{name: "describe the Empty group", req: describe},
+	}
+}
