@@ -19,10 +19,7 @@ func adminDiffSteps(run string) []diffStep {
 	topic, missing, user := "adm-"+run, "missing-adm-"+run, "user-"+run
 	newest := func(lo, hi int16) []int16 { return []int16{hi} }
 	partitions := func(ps ...int32) []int32 { return ps }
-	return []diffStep{
-		{name: "create", req: createTopicsReq(topic, 2, nil, false), versions: newest,
-			ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
-		awaitTopic(topic, 2),
+	return append(createAndAwait(topic, 2), []diffStep{
 		{name: "init producer id", req: initProducerIDReq(nil), after: rememberProducer, versions: newest,
 			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
 		// Kafka may take a new partition's leadership a moment after its
@@ -179,7 +176,7 @@ func adminDiffSteps(run string) []diffStep {
 			r.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: user, Mechanism: 1}}
 			return r
 		}, versions: newest},
-	}
+	}...)
 }
 
 // saslOnPlaintextSteps send SaslHandshake and SaslAuthenticate on a

@@ -29,12 +29,8 @@ func classicGroupLifecycleSteps(run string) []diffStep {
 		r.Groups = []string{group}
 		return r
 	}
-	return []diffStep{
-		{name: "create", req: createTopicsReq(topic, 2, nil, false), versions: newest,
-			ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
-		awaitTopic(topic, 2),
-		awaitCoordinator(group, 0),
-		awaitGroupLoaded(group),
+	steps := append(createAndAwait(topic, 2), awaitGroupReady(group)...)
+	return append(steps, []diffStep{
 		{name: "join", req: joinReq(group, ""), versions: newest,
 			after: func(s *diffSide, resp kmsg.Response) { s.memberID = resp.(*kmsg.JoinGroupResponse).MemberID }},
 		{name: "join with the member id", req: func(s *diffSide, v int16) kmsg.Request { return joinReq(group, s.memberID)(s, v) },
@@ -46,15 +42,8 @@ func classicGroupLifecycleSteps(run string) []diffStep {
 			r.Group, r.Generation, r.MemberID = group, s.generation, s.memberID
 			return r
 		}},
-		{name: "commit at the generation", req: func(s *diffSide, v int16) kmsg.Request {
-			r := kmsg.NewPtrOffsetCommitRequest()
-			r.Group, r.Generation, r.MemberID = group, s.generation, s.memberID
-			t := kmsg.NewOffsetCommitRequestTopic()
-			t.Topic, t.TopicID = topic, s.topicIDs[topic]
-			t.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}, {Partition: 1, Offset: 9, LeaderEpoch: -1}}
-			r.Topics = append(r.Topics, t)
-			return r
-		}, versions: func(lo, hi int16) []int16 { return []int16{max(lo, 1), hi} }},
+		{name: "commit at the generation", req: offsetCommitReq(group, topic, func(s *diffSide) (string, int32) { return s.memberID, s.generation }, nil, 0, 7, 9),
+			versions: func(lo, hi int16) []int16 { return []int16{max(lo, 1), hi} }},
 		{name: "fetch the offsets", req: func(s *diffSide, v int16) kmsg.Request {
 			r := kmsg.NewPtrOffsetFetchRequest()
 			r.Group = group
@@ -71,5 +60,5 @@ func classicGroupLifecycleSteps(run string) []diffStep {
 			return r
 		}, versions: newest, ignore: memberIDs},
 		{name: "describe the Empty group", req: describe},
-	}
+	}...)
 }

@@ -93,17 +93,7 @@ func consumerGroupDiffSteps(run string) []diffStep {
 	// commitReq commits offset 1 of the topic's partition 0 as the member,
 	// at its epoch moved by delta.
 	commitReq := func(delta int32) func(*diffSide, int16) kmsg.Request {
-		return func(s *diffSide, v int16) kmsg.Request {
-			r := kmsg.NewPtrOffsetCommitRequest()
-			r.Group, r.Generation, r.MemberID = group, s.generation+delta, member
-			t := kmsg.NewOffsetCommitRequestTopic()
-			t.Topic, t.TopicID = topic, s.topicIDs[topic]
-			p := kmsg.NewOffsetCommitRequestTopicPartition()
-			p.Partition, p.Offset, p.LeaderEpoch = 0, 1, -1
-			t.Partitions = append(t.Partitions, p)
-			r.Topics = append(r.Topics, t)
-			return r
-		}
+		return offsetCommitReq(group, topic, func(s *diffSide) (string, int32) { return member, s.generation + delta }, nil, 0, 1)
 	}
 	// fetchOffsetsReq fetches partition 0's committed offset as the
 	// member, at its epoch moved by delta (v9's member-checked form).
@@ -119,13 +109,8 @@ func consumerGroupDiffSteps(run string) []diffStep {
 			return r
 		}
 	}
-	return []diffStep{
-		{name: "create", req: createTopicsReq(topic, 3, nil, false), versions: newest,
-			ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
-		awaitTopic(topic, 3),
-		awaitCoordinator(group, 0),
-		awaitGroupLoaded(group),
-		awaitAssignable(topic, run),
+	steps := append(createAndAwait(topic, 3), awaitGroupReady(group)...)
+	return append(steps, append([]diffStep{awaitAssignable(topic, run)}, []diffStep{
 		{name: "heartbeat of an unknown member", req: heartbeat(named, 3, false)},
 		{name: "join without a rebalance timeout", req: func(s *diffSide, v int16) kmsg.Request {
 			r := heartbeat(named, 0, true)(s, v).(*kmsg.ConsumerGroupHeartbeatRequest)
@@ -183,7 +168,7 @@ func consumerGroupDiffSteps(run string) []diffStep {
 		{name: "leave a classic group as an unknown member", req: leaveClassic(classic, func(*diffSide) string { return "nobody" })},
 		{name: "leave a classic group", req: leaveClassic(classic, func(s *diffSide) string { return s.memberID }), versions: newest,
 			until: func(resp kmsg.Response) bool { return resp.(*kmsg.LeaveGroupResponse).ErrorCode == 0 }},
-	}
+	}...)...)
 }
 
 // heartbeatTo is a consumer-group join of a member named after the group,

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,18 +15,9 @@ import (
 func offsetsDiffSteps(run string) []diffStep {
 	topic, group, missing := "of-"+run, "og-"+run, "missing-of-"+run
 	newest := func(lo, hi int16) []int16 { return []int16{hi} }
+	// commit commits offset to partition of topicName as no member.
 	commit := func(topicName string, partition int32, offset int64, metadata string) func(*diffSide, int16) kmsg.Request {
-		return func(s *diffSide, v int16) kmsg.Request {
-			r := kmsg.NewPtrOffsetCommitRequest()
-			r.Group, r.Generation = group, -1
-			t := kmsg.NewOffsetCommitRequestTopic()
-			t.Topic, t.TopicID = topicName, s.topicIDs[topicName]
-			p := kmsg.NewOffsetCommitRequestTopicPartition()
-			p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = partition, offset, -1, &metadata
-			t.Partitions = append(t.Partitions, p)
-			r.Topics = append(r.Topics, t)
-			return r
-		}
+		return offsetCommitReq(group, topicName, func(*diffSide) (string, int32) { return "", -1 }, &metadata, partition, offset)
 	}
 	// fetch asks for partitions 0 and 1 of the topic, or for all of the
 	// group's offsets when all is set.
@@ -49,12 +39,8 @@ func offsetsDiffSteps(run string) []diffStep {
 	// (the last of one group per request), 8 (groups) and the newest.
 	forms := func(lo, hi int16) []int16 { return []int16{max(lo, 1), 7, 8, hi} }
 	allForms := func(lo, hi int16) []int16 { return []int16{2, 7, 8, hi} } // v2 first fetched all
-	return []diffStep{
-		{name: "create", req: createTopicsReq(topic, 2, nil, false), versions: newest,
-			ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
-		awaitTopic(topic, 2),
-		awaitCoordinator(group, 0),
-		awaitGroupLoaded(group),
+	steps := append(createAndAwait(topic, 2), awaitGroupReady(group)...)
+	return append(steps, []diffStep{
 		{name: "commit without members", req: commit(topic, 0, 5, "m")},
 		{name: "commit to an unknown partition", req: commit(topic, 9, 5, "")},
 		{name: "commit to an unknown topic", req: commit(missing, 0, 5, ""), versions: func(lo, hi int16) []int16 { return []int16{lo, 9} }},
@@ -68,5 +54,5 @@ func offsetsDiffSteps(run string) []diffStep {
 			return r
 		}, versions: newest},
 		{name: "fetch after the delete", req: fetch(false), versions: newest},
-	}
+	}...)
 }

@@ -466,7 +466,7 @@ func txnV2Steps(run string) []diffStep {
 		return r
 	}
 	startTime := regexp.MustCompile(`StartTimestamp$`)
-	steps := append([]diffStep{awaitCoordinator(group, 0), awaitGroupLoaded(group)}, transactionalSetup(topic, id)...)
+	steps := append(awaitGroupReady(group), transactionalSetup(topic, id)...)
 	return append(steps, []diffStep{
 		// Kafka may take the new partition's leadership a moment after
 		// its metadata shows it (NOT_LEADER_OR_FOLLOWER meanwhile).
@@ -523,14 +523,48 @@ func txnV2Steps(run string) []diffStep {
 // transactionalSetup creates topic (one partition) and initializes
 // transactional producer id on each side, once both brokers serve them.
 func transactionalSetup(topic, id string) []diffStep {
-	return []diffStep{
-		{name: "create", req: createTopicsReq(topic, 1, nil, false), versions: func(lo, hi int16) []int16 { return []int16{hi} },
-			ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
-		awaitTopic(topic, 1),
+	return append(createAndAwait(topic, 1),
 		awaitCoordinator(id, 1),
 		awaitTxnLoaded(id),
-		{name: "init", req: initProducerIDReq(&id), after: rememberProducer, versions: func(lo, hi int16) []int16 { return []int16{hi} },
+		diffStep{name: "init", req: initProducerIDReq(&id), after: rememberProducer, versions: func(lo, hi int16) []int16 { return []int16{hi} },
 			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
+	)
+}
+
+// createAndAwait creates topic with n partitions, compared at the newest
+// version without the answer's configs (Kafka fills their sources from its
+// own files), and waits until both brokers serve it.
+func createAndAwait(topic string, n int32) []diffStep {
+	return []diffStep{
+		{name: "create " + topic, req: createTopicsReq(topic, n, nil, false), versions: func(lo, hi int16) []int16 { return []int16{hi} },
+			ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
+		awaitTopic(topic, int(n)),
+	}
+}
+
+// awaitGroupReady waits until both brokers have a loaded coordinator
+// for group.
+func awaitGroupReady(group string) []diffStep {
+	return []diffStep{awaitCoordinator(group, 0), awaitGroupLoaded(group)}
+}
+
+// offsetCommitReq commits offsets to topic's partitions from first on,
+// with metadata meta (nil for none), for group as the member and at the
+// generation or member epoch who gives.
+func offsetCommitReq(group, topic string, who func(*diffSide) (member string, generation int32), meta *string, first int32, offsets ...int64) func(*diffSide, int16) kmsg.Request {
+	return func(s *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrOffsetCommitRequest()
+		r.Group = group
+		r.MemberID, r.Generation = who(s)
+		t := kmsg.NewOffsetCommitRequestTopic()
+		t.Topic, t.TopicID = topic, s.topicIDs[topic]
+		for i, off := range offsets {
+			p := kmsg.NewOffsetCommitRequestTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = first+int32(i), off, -1, meta
+			t.Partitions = append(t.Partitions, p)
+		}
+		r.Topics = append(r.Topics, t)
+		return r
 	}
 }
 
