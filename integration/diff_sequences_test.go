@@ -178,6 +178,7 @@ func diffSequences(run string) []diffSequence {
 	oneVersion := func(lo, hi int16) []int16 { return []int16{hi} }
 	return []diffSequence{
 		{name: "share", steps: shareSteps(run)},
+		{name: "share records", steps: shareRecordsSteps(run)},
 		{name: "topics", steps: []diffStep{
 			{name: "create 3 partitions", req: createTopicsReq(topic, 3, nil, false), versions: oneVersion,
 				// The newest CreateTopics returns the topic's configs, whose
