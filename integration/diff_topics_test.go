@@ -98,6 +98,25 @@ func topicEdgeSteps(run string) []diffStep {
 		// Settings both brokers have and treat alike (values, sources,
 		// types, whether they can change at run time); the others differ
 		// by design (README).
+		{name: "metadata of every topic", req: func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			r.Topics = nil // all
+			r.IncludeTopicAuthorizedOperations = true
+			return r
+		}, normalize: func(resp kmsg.Response) {
+			r := resp.(*kmsg.MetadataResponse)
+			r.Topics = slices.DeleteFunc(r.Topics, func(t kmsg.MetadataResponseTopic) bool {
+				return t.Topic == nil || (*t.Topic != assigned && *t.Topic != byDefault)
+			})
+			slices.SortFunc(r.Topics, func(a, b kmsg.MetadataResponseTopic) int { return strings.Compare(*a.Topic, *b.Topic) })
+		}},
+		{name: "metadata by topic id", req: func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			t := kmsg.NewMetadataRequestTopic()
+			t.TopicID = s.topicIDs[assigned]
+			r.Topics = append(r.Topics, t)
+			return r
+		}, versions: newest},
 		{name: "describe this broker's configs", req: brokerConfigs(kmsg.ConfigResourceTypeBroker, "1",
 			"auto.create.topics.enable", "message.max.bytes", "default.replication.factor", "offsets.retention.minutes",
 			"transaction.max.timeout.ms", "transactional.id.expiration.ms", "group.consumer.heartbeat.interval.ms",
