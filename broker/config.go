@@ -325,8 +325,9 @@ type Config struct {
 	// group.coordinator.rebalance.protocols: the group protocols served,
 	// "classic" (always) and "consumer" (KIP-848: ConsumerGroupHeartbeat
 	// and ConsumerGroupDescribe are advertised in ApiVersions only with
-	// it), as Kafka 4's default "classic,consumer". "streams" and "share"
-	// are accepted; those groups follow their features.
+	// it). The default is Kafka 4.4's, "classic,consumer,streams";
+	// "streams" and "share" are accepted, and those groups follow their
+	// features, as in Kafka 4.2 and later.
 	GroupCoordinatorRebalanceProtocols string `kafka:"group.coordinator.rebalance.protocols"`
 	// ConsumerGroup* are the settings of consumer-protocol groups
 	// (group.consumer.*), with Kafka 4's defaults and bounds.

@@ -8,10 +8,10 @@ import (
 )
 
 // defaultRebalanceProtocols is group.coordinator.rebalance.protocols by
-// default: Kafka 4's "classic,consumer", so that ConsumerGroupHeartbeat
-// (KIP-848) is advertised and clients that opt into the consumer protocol
-// use it.
-const defaultRebalanceProtocols = "classic,consumer"
+// default: Kafka 4.4's "classic,consumer,streams", so that
+// ConsumerGroupHeartbeat (KIP-848) is advertised and clients that opt into
+// the consumer protocol use it (streams groups follow streams.version).
+const defaultRebalanceProtocols = "classic,consumer,streams"
 
 // consumerProtocolEnabled parses group.coordinator.rebalance.protocols
 // and reports whether it lists "consumer". Kafka accepts the group types

@@ -120,7 +120,7 @@ func topicEdgeSteps(run string) []diffStep {
 		{name: "describe this broker's configs", req: brokerConfigs(kmsg.ConfigResourceTypeBroker, "1",
 			"auto.create.topics.enable", "message.max.bytes", "default.replication.factor", "offsets.retention.minutes",
 			"transaction.max.timeout.ms", "transactional.id.expiration.ms", "group.consumer.heartbeat.interval.ms",
-			"group.consumer.assignors", "no.such.config"),
+			"group.consumer.assignors", "group.coordinator.rebalance.protocols", "no.such.config"),
 			ignore: regexp.MustCompile(`(Synonyms\..*|Documentation)$`), normalize: sortConfigs},
 		{name: "describe an unknown broker's configs", req: brokerConfigs(kmsg.ConfigResourceTypeBroker, "7", "num.partitions")},
 		{name: "describe a broker id that is not a number", req: brokerConfigs(kmsg.ConfigResourceTypeBroker, "one", "num.partitions")},
