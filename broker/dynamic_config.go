@@ -11,11 +11,17 @@ package broker
 // The dynamic properties are those of Kafka's dynamic set (DynamicLogConfig
 // and DynamicConnectionQuota) that kbroker applies:
 //
-//   - log.retention.ms, log.retention.bytes, message.max.bytes: the broker
-//     defaults of topics' retention.ms, retention.bytes and
-//     max.message.bytes; every topic that does not override one takes the
-//     new value at once (topic.Registry.SetDefaults) and its partitions
-//     apply it.
+//   - log.retention.ms, log.retention.bytes, message.max.bytes,
+//     log.cleanup.policy, log.message.timestamp.type,
+//     log.message.timestamp.before.max.ms and .after.max.ms,
+//     log.cleaner.min.cleanable.ratio, log.cleaner.delete.retention.ms,
+//     log.cleaner.min.compaction.lag.ms, log.cleaner.max.compaction.lag.ms
+//     and compression.type: the broker defaults of the topic configs that
+//     inherit them; every topic that does not override one takes the new
+//     value at once (topic.Registry.SetDefaults) and its partitions apply
+//     it (compression.type is reported, not applied, as for topics).
+//     log.cleanup.policy is a LIST in Kafka, which also takes APPEND and
+//     SUBTRACT on it; kbroker takes the whole list (SET).
 //   - max.connections, max.connections.per.ip: checked at the next accept.
 //
 // Any other property is refused with Kafka's INVALID_REQUEST "Cannot update
@@ -41,33 +47,68 @@ import (
 // dynamicSpec is one dynamic broker config.
 type dynamicSpec struct {
 	typ kmsg.ConfigType
-	// min is the smallest value ConfigDef accepts.
+	// min is the smallest value ConfigDef accepts (INT and LONG).
 	min int64
+	// topicDefault, for a broker default of topic configs, sets it in d
+	// from a value parseDynamic accepted; Defaults.Validate then checks it
+	// by the rule of the topic config that inherits it.
+	topicDefault func(d *topic.Defaults, value string, n int64) error
 }
 
 // dynamicBrokerConfigs are the broker properties that may change at run
 // time.
 var dynamicBrokerConfigs = map[string]dynamicSpec{
-	"log.retention.ms":       {typ: kmsg.ConfigTypeLong, min: -1},
-	"log.retention.bytes":    {typ: kmsg.ConfigTypeLong, min: -1 << 63},
-	"message.max.bytes":      {typ: kmsg.ConfigTypeInt, min: 0},
-	"max.connections":        {typ: kmsg.ConfigTypeInt, min: 0},
-	"max.connections.per.ip": {typ: kmsg.ConfigTypeInt, min: 0},
+	"log.retention.ms":    {typ: kmsg.ConfigTypeLong, min: -1, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.RetentionMs = n; return nil }},
+	"log.retention.bytes": {typ: kmsg.ConfigTypeLong, min: -1 << 63, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.RetentionBytes = n; return nil }},
+	"message.max.bytes":   {typ: kmsg.ConfigTypeInt, min: 0, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.MaxMessageBytes = int32(n); return nil }},
+	"log.cleanup.policy":  {typ: kmsg.ConfigTypeList, topicDefault: func(d *topic.Defaults, v string, _ int64) error { d.CleanupPolicy = v; return nil }},
+	"log.message.timestamp.type": {typ: kmsg.ConfigTypeString, topicDefault: func(d *topic.Defaults, v string, _ int64) error {
+		tt, err := topic.ParseTimestampType(v)
+		d.TimestampType = tt
+		return err
+	}},
+	"log.message.timestamp.before.max.ms": {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.TimestampBeforeMaxMs = n; return nil }},
+	"log.message.timestamp.after.max.ms":  {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.TimestampAfterMaxMs = n; return nil }},
+	"log.cleaner.min.cleanable.ratio": {typ: kmsg.ConfigTypeDouble, topicDefault: func(d *topic.Defaults, v string, _ int64) error {
+		f, err := strconv.ParseFloat(v, 64)
+		d.MinCleanableRatio = f
+		return err
+	}},
+	"log.cleaner.delete.retention.ms":   {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.DeleteRetentionMs = n; return nil }},
+	"log.cleaner.min.compaction.lag.ms": {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.MinCompactionLagMs = n; return nil }},
+	"log.cleaner.max.compaction.lag.ms": {typ: kmsg.ConfigTypeLong, min: 1, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.MaxCompactionLagMs = n; return nil }},
+	"compression.type":                  {typ: kmsg.ConfigTypeString, topicDefault: func(d *topic.Defaults, v string, _ int64) error { d.CompressionType = v; return nil }},
+	"max.connections":                   {typ: kmsg.ConfigTypeInt, min: 0},
+	"max.connections.per.ip":            {typ: kmsg.ConfigTypeInt, min: 0},
 }
 
-// parseDynamic parses a dynamic config's value, with Kafka's messages.
+// parseDynamic checks a dynamic config's value as Kafka's ConfigDef parses
+// it, with its messages, and returns it as a number for INT and LONG
+// configs (0 for the others, whose values topicDefaults checks).
 func parseDynamic(name, value string) (int64, error) {
 	spec := dynamicBrokerConfigs[name]
+	invalid := func(why string) error {
+		return &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Invalid value %s for configuration %s: %s", value, name, why)}
+	}
 	bits, typName := 64, "LONG"
-	if spec.typ == kmsg.ConfigTypeInt {
+	switch spec.typ {
+	case kmsg.ConfigTypeInt:
 		bits, typName = 32, "INT"
+	case kmsg.ConfigTypeLong:
+	case kmsg.ConfigTypeDouble:
+		if _, err := strconv.ParseFloat(value, 64); err != nil {
+			return 0, invalid("Not a number of type DOUBLE")
+		}
+		return 0, nil
+	default:
+		return 0, nil
 	}
 	v, err := strconv.ParseInt(value, 10, bits)
 	if err != nil {
-		return 0, &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Invalid value %s for configuration %s: Not a number of type %s", value, name, typName)}
+		return 0, invalid("Not a number of type " + typName)
 	}
 	if v < spec.min {
-		return 0, &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Invalid value %s for configuration %s: Value must be at least %d", value, name, spec.min)}
+		return 0, invalid(fmt.Sprintf("Value must be at least %d", spec.min))
 	}
 	return v, nil
 }
@@ -112,20 +153,18 @@ func (b *Broker) topicDefaults(st *cluster.State) (topic.Defaults, error) {
 	d.Explicit = b.cfg.changedProperties()
 	vals, srcs := b.dynamicLayer(st)
 	d.Dynamic = make(map[string]kmsg.ConfigSource)
-	for name, target := range map[string]func(int64){
-		"log.retention.ms":    func(v int64) { d.RetentionMs = v },
-		"log.retention.bytes": func(v int64) { d.RetentionBytes = v },
-		"message.max.bytes":   func(v int64) { d.MaxMessageBytes = int32(v) },
-	} {
-		s, ok := vals[name]
-		if !ok {
+	for name, s := range vals {
+		spec := dynamicBrokerConfigs[name]
+		if spec.topicDefault == nil {
 			continue
 		}
-		v, err := parseDynamic(name, s)
+		n, err := parseDynamic(name, s)
 		if err != nil {
 			return topic.Defaults{}, err
 		}
-		target(v)
+		if err := spec.topicDefault(&d, strings.TrimSpace(s), n); err != nil {
+			return topic.Defaults{}, &topic.Error{Code: kerr.InvalidConfig, Detail: fmt.Sprintf("Invalid value %s for configuration %s: %v", s, name, err)}
+		}
 		d.Dynamic[name] = srcs[name]
 	}
 	if err := d.Validate(); err != nil {

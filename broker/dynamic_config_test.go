@@ -1,10 +1,14 @@
 package broker
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/topic"
 )
 
 // configOf returns a config of a described resource.
@@ -119,5 +123,81 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 	}
 	if got := rs.running.maxConns.Load(); got != int64(rs.running.cfg.MaxConnections) {
 		t.Fatalf("max.connections %d after replacing the set, want the static value", got)
+	}
+}
+
+// TestDynamicTopicDefaults: the broker defaults of topic configs that
+// Kafka lets change at run time (log.cleanup.policy, the timestamp and
+// cleaner settings, compression.type) change as dynamic broker configs:
+// topics that do not override them take the new value at once with the
+// dynamic source, bad values are INVALID_CONFIG, a delete restores the
+// static value, and DescribeConfigs reports them as not read-only.
+func TestDynamicTopicDefaults(t *testing.T) {
+	srv := newTestServer(t, nil)
+	createTopic(t, srv, "inherits", 1)
+	adm := newAdmin(t, srv)
+	ctx := testCtx(t)
+	topicConfig := func(name string) (string, kmsg.ConfigSource) {
+		t.Helper()
+		rcs, err := adm.DescribeTopicConfigs(ctx, "inherits")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := configOf(t, rcs, "inherits", name)
+		return *c.Value, c.Source
+	}
+	for _, tc := range []struct{ broker, value, topicConfig string }{
+		{"log.cleanup.policy", "compact,delete", "cleanup.policy"},
+		{"log.message.timestamp.type", "LogAppendTime", "message.timestamp.type"},
+		{"log.message.timestamp.before.max.ms", "5000", "message.timestamp.before.max.ms"},
+		{"log.message.timestamp.after.max.ms", "6000", "message.timestamp.after.max.ms"},
+		{"log.cleaner.min.cleanable.ratio", "0.25", "min.cleanable.dirty.ratio"},
+		{"log.cleaner.delete.retention.ms", "1000", "delete.retention.ms"},
+		{"log.cleaner.min.compaction.lag.ms", "10", "min.compaction.lag.ms"},
+		{"log.cleaner.max.compaction.lag.ms", "20000", "max.compaction.lag.ms"},
+		{"compression.type", "zstd", "compression.type"},
+	} {
+		v := tc.value
+		resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: tc.broker, Value: &v}})
+		if err == nil && len(resps) == 1 {
+			err = resps[0].Err
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.broker, err)
+		}
+		if got, src := topicConfig(tc.topicConfig); got != tc.value || src != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+			t.Errorf("%s=%s: topic %s is %s from %v", tc.broker, tc.value, tc.topicConfig, got, src)
+		}
+	}
+	if tp, _ := srv.Topics().Get("inherits"); !tp.Configs.CleanupPolicy().Compact || tp.Configs.TimestampType() != topic.LogAppendTime {
+		t.Fatalf("applied: %+v", tp.Configs)
+	}
+	res := adminRequest[*kmsg.DescribeConfigsResponse](t, srv, describeConfigsReq(4, kmsg.ConfigResourceTypeBroker, "0", "log.cleanup.policy")).Resources[0]
+	if len(res.Configs) != 1 || res.Configs[0].ReadOnly || res.Configs[0].ConfigType != kmsg.ConfigTypeList {
+		t.Fatalf("log.cleanup.policy: %+v, want a writable LIST", res)
+	}
+	for _, bad := range []struct{ name, value string }{
+		{"log.cleanup.policy", "shred"},
+		{"log.message.timestamp.type", "Bogus"},
+		{"log.cleaner.min.cleanable.ratio", "2"},
+		{"log.cleaner.min.cleanable.ratio", "half"},
+		{"log.cleaner.max.compaction.lag.ms", "0"},
+		{"log.cleaner.min.compaction.lag.ms", "30000"}, // above the max of 20000
+		{"compression.type", "rot13"},
+	} {
+		v := bad.value
+		resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: bad.name, Value: &v}})
+		if err == nil && len(resps) == 1 {
+			err = resps[0].Err
+		}
+		if !errors.Is(err, kerr.InvalidConfig) {
+			t.Errorf("%s=%s: %v, want INVALID_CONFIG", bad.name, bad.value, err)
+		}
+	}
+	if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "log.cleanup.policy"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, src := topicConfig("cleanup.policy"); got != "delete" || src != kmsg.ConfigSourceDefaultConfig {
+		t.Fatalf("after the delete: cleanup.policy %s from %v", got, src)
 	}
 }
