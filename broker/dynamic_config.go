@@ -58,28 +58,46 @@ type dynamicSpec struct {
 // dynamicBrokerConfigs are the broker properties that may change at run
 // time.
 var dynamicBrokerConfigs = map[string]dynamicSpec{
-	"log.retention.ms":    {typ: kmsg.ConfigTypeLong, min: -1, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.RetentionMs = n; return nil }},
-	"log.retention.bytes": {typ: kmsg.ConfigTypeLong, min: -1 << 63, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.RetentionBytes = n; return nil }},
-	"message.max.bytes":   {typ: kmsg.ConfigTypeInt, min: 0, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.MaxMessageBytes = int32(n); return nil }},
-	"log.cleanup.policy":  {typ: kmsg.ConfigTypeList, topicDefault: func(d *topic.Defaults, v string, _ int64) error { d.CleanupPolicy = v; return nil }},
+	"log.retention.ms":    {typ: kmsg.ConfigTypeLong, min: -1, topicDefault: setsLong(func(d *topic.Defaults) *int64 { return &d.RetentionMs })},
+	"log.retention.bytes": {typ: kmsg.ConfigTypeLong, min: -1 << 63, topicDefault: setsLong(func(d *topic.Defaults) *int64 { return &d.RetentionBytes })},
+	"message.max.bytes": {typ: kmsg.ConfigTypeInt, min: 0, topicDefault: func(d *topic.Defaults, _ string, n int64) error {
+		d.MaxMessageBytes = int32(n)
+		return nil
+	}},
+	"log.cleanup.policy": {typ: kmsg.ConfigTypeList, topicDefault: func(d *topic.Defaults, v string, _ int64) error {
+		d.CleanupPolicy = v
+		return nil
+	}},
 	"log.message.timestamp.type": {typ: kmsg.ConfigTypeString, topicDefault: func(d *topic.Defaults, v string, _ int64) error {
 		tt, err := topic.ParseTimestampType(v)
 		d.TimestampType = tt
 		return err
 	}},
-	"log.message.timestamp.before.max.ms": {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.TimestampBeforeMaxMs = n; return nil }},
-	"log.message.timestamp.after.max.ms":  {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.TimestampAfterMaxMs = n; return nil }},
+	"log.message.timestamp.before.max.ms": {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: setsLong(func(d *topic.Defaults) *int64 { return &d.TimestampBeforeMaxMs })},
+	"log.message.timestamp.after.max.ms":  {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: setsLong(func(d *topic.Defaults) *int64 { return &d.TimestampAfterMaxMs })},
 	"log.cleaner.min.cleanable.ratio": {typ: kmsg.ConfigTypeDouble, topicDefault: func(d *topic.Defaults, v string, _ int64) error {
 		f, err := strconv.ParseFloat(v, 64)
 		d.MinCleanableRatio = f
 		return err
 	}},
-	"log.cleaner.delete.retention.ms":   {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.DeleteRetentionMs = n; return nil }},
-	"log.cleaner.min.compaction.lag.ms": {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.MinCompactionLagMs = n; return nil }},
-	"log.cleaner.max.compaction.lag.ms": {typ: kmsg.ConfigTypeLong, min: 1, topicDefault: func(d *topic.Defaults, _ string, n int64) error { d.MaxCompactionLagMs = n; return nil }},
-	"compression.type":                  {typ: kmsg.ConfigTypeString, topicDefault: func(d *topic.Defaults, v string, _ int64) error { d.CompressionType = v; return nil }},
-	"max.connections":                   {typ: kmsg.ConfigTypeInt, min: 0},
-	"max.connections.per.ip":            {typ: kmsg.ConfigTypeInt, min: 0},
+	"log.cleaner.delete.retention.ms":   {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: setsLong(func(d *topic.Defaults) *int64 { return &d.DeleteRetentionMs })},
+	"log.cleaner.min.compaction.lag.ms": {typ: kmsg.ConfigTypeLong, min: 0, topicDefault: setsLong(func(d *topic.Defaults) *int64 { return &d.MinCompactionLagMs })},
+	"log.cleaner.max.compaction.lag.ms": {typ: kmsg.ConfigTypeLong, min: 1, topicDefault: setsLong(func(d *topic.Defaults) *int64 { return &d.MaxCompactionLagMs })},
+	"compression.type": {typ: kmsg.ConfigTypeString, topicDefault: func(d *topic.Defaults, v string, _ int64) error {
+		d.CompressionType = v
+		return nil
+	}},
+	"max.connections":        {typ: kmsg.ConfigTypeInt, min: 0},
+	"max.connections.per.ip": {typ: kmsg.ConfigTypeInt, min: 0},
+}
+
+// setsLong is the topicDefault of a LONG topic default, the field of d
+// that field returns.
+func setsLong(field func(d *topic.Defaults) *int64) func(*topic.Defaults, string, int64) error {
+	return func(d *topic.Defaults, _ string, n int64) error {
+		*field(d) = n
+		return nil
+	}
 }
 
 // parseDynamic checks a dynamic config's value as Kafka's ConfigDef parses
