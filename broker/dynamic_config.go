@@ -20,8 +20,8 @@ package broker
 //     inherit them; every topic that does not override one takes the new
 //     value at once (topic.Registry.SetDefaults) and its partitions apply
 //     it (compression.type is reported, not applied, as for topics).
-//     log.cleanup.policy is a LIST in Kafka, which also takes APPEND and
-//     SUBTRACT on it; kbroker takes the whole list (SET).
+//     log.cleanup.policy is a LIST: IncrementalAlterConfigs' APPEND and
+//     SUBTRACT edit it (editList).
 //   - max.connections, max.connections.per.ip: checked at the next accept.
 //
 // Any other property is refused with Kafka's INVALID_REQUEST "Cannot update
@@ -34,6 +34,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -219,6 +220,35 @@ func (b *Broker) applyDynamicConfigs(st *cluster.State) error {
 type brokerConfigOp struct {
 	name  string
 	value *string
+	// edit, APPEND or SUBTRACT, makes value the items to add to or take
+	// from a LIST config's current list (editList); SET otherwise.
+	edit kmsg.IncrementalAlterConfigOp
+}
+
+// editList applies an APPEND or SUBTRACT of the comma-separated items to
+// the list cur, as ConfigAdminManager does: APPEND adds the items it does
+// not hold yet, in order, SUBTRACT removes every one of them.
+func editList(cur, items string, edit kmsg.IncrementalAlterConfigOp) string {
+	split := func(s string) []string {
+		var out []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	list, given := split(cur), split(items)
+	if edit == kmsg.IncrementalAlterConfigOpSubtract {
+		list = slices.DeleteFunc(list, func(x string) bool { return slices.Contains(given, x) })
+	} else {
+		for _, x := range given {
+			if !slices.Contains(list, x) {
+				list = append(list, x)
+			}
+		}
+	}
+	return strings.Join(list, ",")
 }
 
 // alterDynamicBrokerConfigs applies ops to the dynamic configs of the
@@ -250,10 +280,20 @@ func (b *Broker) alterDynamicBrokerConfigs(resource string, ops []brokerConfigOp
 				delete(cur, op.name)
 				continue
 			}
-			if _, err := parseDynamic(op.name, *op.value); err != nil {
+			v := *op.value
+			if op.edit == kmsg.IncrementalAlterConfigOpAppend || op.edit == kmsg.IncrementalAlterConfigOpSubtract {
+				// Kafka edits the resource's dynamic value, else the
+				// setting's default (not the config file's value).
+				base, ok := cur[op.name]
+				if !ok {
+					base = defaultProperty(op.name)
+				}
+				v = editList(base, v, op.edit)
+			}
+			if _, err := parseDynamic(op.name, v); err != nil {
 				return err
 			}
-			cur[op.name] = *op.value
+			cur[op.name] = v
 		}
 		if st.BrokerConfigs == nil {
 			st.BrokerConfigs = make(map[string]map[string]string)
@@ -274,4 +314,15 @@ func (b *Broker) alterDynamicBrokerConfigs(resource string, ops []brokerConfigOp
 		return err
 	}
 	return b.applyDynamicConfigs(b.cluster.Load())
+}
+
+// defaultProperty is a setting's built-in default, by its Kafka name.
+func defaultProperty(name string) string {
+	def := DefaultConfig()
+	for _, p := range def.Properties() {
+		if p[0] == name {
+			return p[1]
+		}
+	}
+	return ""
 }

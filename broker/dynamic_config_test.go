@@ -201,3 +201,40 @@ func TestDynamicTopicDefaults(t *testing.T) {
 		t.Fatalf("after the delete: cleanup.policy %s from %v", got, src)
 	}
 }
+
+// TestDynamicListEdits: APPEND and SUBTRACT on log.cleanup.policy, a LIST,
+// edit the resource's dynamic list, else the setting's default, as
+// Kafka's ConfigAdminManager does; on a config that is not a list they
+// are INVALID_CONFIG.
+func TestDynamicListEdits(t *testing.T) {
+	srv := newTestServer(t, nil)
+	createTopic(t, srv, "inherits", 1)
+	edit := func(op kmsg.IncrementalAlterConfigOp, name, value string) *kmsg.IncrementalAlterConfigsResponseResource {
+		t.Helper()
+		req := incrementalReq(1, kmsg.ConfigResourceTypeBroker, "", incOp(name, op, kmsg.StringPtr(value)))
+		return &adminRequest[*kmsg.IncrementalAlterConfigsResponse](t, srv, req).Resources[0]
+	}
+	policy := func() string { return srv.cluster.Load().BrokerConfigs[""]["log.cleanup.policy"] }
+	for _, step := range []struct {
+		op          kmsg.IncrementalAlterConfigOp
+		items, want string
+	}{
+		{kmsg.IncrementalAlterConfigOpAppend, "compact", "delete,compact"}, // onto the default
+		{kmsg.IncrementalAlterConfigOpAppend, "compact, delete", "delete,compact"},
+		{kmsg.IncrementalAlterConfigOpSubtract, "delete", "compact"},
+	} {
+		if res := edit(step.op, "log.cleanup.policy", step.items); res.ErrorCode != 0 {
+			t.Fatalf("%v %s: %v %v", step.op, step.items, kerr.ErrorForCode(res.ErrorCode), res.ErrorMessage)
+		}
+		if got := policy(); got != step.want {
+			t.Fatalf("after %v %s: cleanup.policy %s, want %s", step.op, step.items, got, step.want)
+		}
+	}
+	tp, _ := srv.Topics().Get("inherits")
+	if cp := tp.Configs.CleanupPolicy(); !cp.Compact || cp.Delete {
+		t.Fatalf("the topic's cleanup.policy: %+v, want compact only", cp)
+	}
+	if res := edit(kmsg.IncrementalAlterConfigOpAppend, "log.retention.ms", "5"); res.ErrorCode != kerr.InvalidConfig.Code {
+		t.Fatalf("append to a LONG: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+}

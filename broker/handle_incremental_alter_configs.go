@@ -87,10 +87,10 @@ func (b *Broker) incrementalAlterConfigs(c *conn, rr *kmsg.IncrementalAlterConfi
 
 // brokerConfigOps checks the operations of a BROKER resource as
 // ConfigAdminManager.preprocess and prepareIncrementalConfigs do and turns
-// them into sets and deletes: a config named twice, an unknown operation
-// or a null value other than for DELETE is INVALID_REQUEST; APPEND and
-// SUBTRACT are for LIST configs, and no dynamic broker config is one
-// (INVALID_CONFIG).
+// them into sets, deletes and list edits: a config named twice, an unknown
+// operation or a null value other than for DELETE is INVALID_REQUEST;
+// APPEND and SUBTRACT are for LIST configs (log.cleanup.policy), on others
+// INVALID_CONFIG.
 func brokerConfigOps(configs []kmsg.IncrementalAlterConfigsRequestResourceConfig) ([]brokerConfigOp, error) {
 	seen := make(map[string]bool, len(configs))
 	var nulls []string
@@ -106,7 +106,7 @@ func brokerConfigOps(configs []kmsg.IncrementalAlterConfigsRequestResourceConfig
 			continue
 		case kmsg.IncrementalAlterConfigOpSet:
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			if _, dynamic := dynamicBrokerConfigs[cf.Name]; dynamic {
+			if spec, dynamic := dynamicBrokerConfigs[cf.Name]; dynamic && spec.typ != kmsg.ConfigTypeList {
 				word := "append"
 				if cf.Op == kmsg.IncrementalAlterConfigOpSubtract {
 					word = "subtract"
@@ -123,7 +123,7 @@ func brokerConfigOps(configs []kmsg.IncrementalAlterConfigsRequestResourceConfig
 		if cf.Value != nil {
 			v = *cf.Value
 		}
-		ops = append(ops, brokerConfigOp{name: cf.Name, value: &v})
+		ops = append(ops, brokerConfigOp{name: cf.Name, value: &v, edit: cf.Op})
 	}
 	if nulls != nil {
 		return nil, &topic.Error{Code: kerr.InvalidRequest, Detail: "Null value not supported for : " + strings.Join(nulls, ", ")}
