@@ -767,16 +767,23 @@ func (c *Config) SetAll(props []Property) error {
 // DefaultConfig's: what DescribeConfigs reports as STATIC_BROKER_CONFIG,
 // for the broker and for topic configs that inherit them.
 func (c *Config) changedProperties() map[string]bool {
-	def := DefaultConfig()
-	defs := map[string]string{}
-	for _, p := range def.Properties() {
-		defs[p[0]] = p[1]
-	}
+	defs := defaultProperties()
 	out := map[string]bool{}
 	for _, p := range c.Properties() {
 		if defs[p[0]] != p[1] {
 			out[p[0]] = true
 		}
+	}
+	return out
+}
+
+// defaultProperties are DefaultConfig's settings by their Kafka names, as
+// Properties shows them.
+func defaultProperties() map[string]string {
+	def := DefaultConfig()
+	out := map[string]string{}
+	for _, p := range def.Properties() {
+		out[p[0]] = p[1]
 	}
 	return out
 }

@@ -286,7 +286,7 @@ func (b *Broker) alterDynamicBrokerConfigs(resource string, ops []brokerConfigOp
 				// setting's default (not the config file's value).
 				base, ok := cur[op.name]
 				if !ok {
-					base = defaultProperty(op.name)
+					base = defaultProperties()[op.name]
 				}
 				v = editList(base, v, op.edit)
 			}
@@ -314,15 +314,4 @@ func (b *Broker) alterDynamicBrokerConfigs(resource string, ops []brokerConfigOp
 		return err
 	}
 	return b.applyDynamicConfigs(b.cluster.Load())
-}
-
-// defaultProperty is a setting's built-in default, by its Kafka name.
-func defaultProperty(name string) string {
-	def := DefaultConfig()
-	for _, p := range def.Properties() {
-		if p[0] == name {
-			return p[1]
-		}
-	}
-	return ""
 }

@@ -228,11 +228,7 @@ type brokerConfig struct {
 // brokerConfigs lists the broker's settings sorted by name, each with its
 // value, kbroker's default and its type.
 func (b *Broker) brokerConfigs() []brokerConfig {
-	defs := DefaultConfig()
-	def := make(map[string]string)
-	for _, p := range defs.Properties() {
-		def[p[0]] = p[1]
-	}
+	def := defaultProperties()
 	types := brokerConfigTypes()
 	var out []brokerConfig
 	for _, p := range b.cfg.Properties() {
