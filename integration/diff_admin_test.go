@@ -17,7 +17,6 @@ import (
 // paths.
 func adminDiffSteps(run string) []diffStep {
 	topic, missing, user := "adm-"+run, "missing-adm-"+run, "user-"+run
-	newest := func(lo, hi int16) []int16 { return []int16{hi} }
 	partitions := func(ps ...int32) []int32 { return ps }
 	return append(createAndAwait(topic, 2), []diffStep{
 		{name: "init producer id", req: initProducerIDReq(nil), after: rememberProducer, versions: newest,
@@ -188,12 +187,12 @@ func saslOnPlaintextSteps() []diffStep {
 			r := kmsg.NewPtrSASLHandshakeRequest()
 			r.Mechanism = "PLAIN"
 			return r
-		}, versions: func(lo, hi int16) []int16 { return []int16{hi} }},
+		}, versions: newest},
 		{name: "SASL authenticate on a PLAINTEXT listener", req: func(s *diffSide, v int16) kmsg.Request {
 			r := kmsg.NewPtrSASLAuthenticateRequest()
 			r.SASLAuthBytes = []byte("\x00user\x00secret")
 			return r
-		}, versions: func(lo, hi int16) []int16 { return []int16{hi} }},
+		}, versions: newest},
 	}
 }
 

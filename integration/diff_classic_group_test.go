@@ -13,7 +13,6 @@ import (
 // Stable group, a second sync, leave, and describe the Empty group.
 func classicGroupLifecycleSteps(run string) []diffStep {
 	group, topic := "lc-"+run, "lct-"+run
-	newest := func(lo, hi int16) []int16 { return []int16{hi} }
 	memberIDs := regexp.MustCompile(`(LeaderID|MemberID|Members\.\d+\.MemberID)$`)
 	sync := func(s *diffSide, v int16) kmsg.Request {
 		r := kmsg.NewPtrSyncGroupRequest()

@@ -21,8 +21,6 @@ import (
 func consumerGroupDiffSteps(run string) []diffStep {
 	topic, group, classic := "cgt-"+run, "cg-"+run, "cl-"+run
 	member := "member-" + run
-	newest := func(lo, hi int16) []int16 { return []int16{hi} }
-	at := func(v int16) func(lo, hi int16) []int16 { return func(lo, hi int16) []int16 { return []int16{v} } }
 	heartbeat := func(id func(*diffSide) string, epoch int32, subscribe bool) func(*diffSide, int16) kmsg.Request {
 		return func(s *diffSide, v int16) kmsg.Request {
 			r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
@@ -117,8 +115,8 @@ func consumerGroupDiffSteps(run string) []diffStep {
 			r.RebalanceTimeoutMillis = -1
 			return r
 		}, versions: newest},
-		{name: "join v1 without a member id", req: heartbeat(func(*diffSide) string { return "" }, 0, true), versions: at(1)},
-		{name: "join v1", req: heartbeat(named, 0, true), versions: at(1), normalize: sortAssignment,
+		{name: "join v1 without a member id", req: heartbeat(func(*diffSide) string { return "" }, 0, true), versions: atVersion(1)},
+		{name: "join v1", req: heartbeat(named, 0, true), versions: atVersion(1), normalize: sortAssignment,
 			after: func(s *diffSide, resp kmsg.Response) {
 				s.generation = resp.(*kmsg.ConsumerGroupHeartbeatResponse).MemberEpoch
 			}},
@@ -138,8 +136,8 @@ func consumerGroupDiffSteps(run string) []diffStep {
 			return r
 		}, versions: newest},
 		// v9 names topics, v10 names them by id.
-		{name: "offset fetch at the member's epoch", req: fetchOffsetsReq(0), versions: at(9)},
-		{name: "offset fetch at the epoch before", req: fetchOffsetsReq(-1), versions: at(9)},
+		{name: "offset fetch at the member's epoch", req: fetchOffsetsReq(0), versions: atVersion(9)},
+		{name: "offset fetch at the epoch before", req: fetchOffsetsReq(-1), versions: atVersion(9)},
 		{name: "describe with the classic API", req: func(s *diffSide, v int16) kmsg.Request {
 			r := kmsg.NewPtrDescribeGroupsRequest()
 			r.Groups = []string{group}
@@ -147,10 +145,10 @@ func consumerGroupDiffSteps(run string) []diffStep {
 		}},
 		{name: "delete while it has a member", req: deleteGroupsReq(group), versions: newest},
 		{name: "join v0, the broker names the member", req: heartbeat(func(*diffSide) string { return "" }, 0, true),
-			versions: at(0), after: remember, normalize: sortAssignment},
+			versions: atVersion(0), after: remember, normalize: sortAssignment},
 		{name: "describe two members", req: describe, ignore: clientHost, normalize: sortMembers},
 		{name: "the first member leaves", req: heartbeat(named, -1, false), versions: newest},
-		{name: "the second member leaves", req: heartbeat(brokerNamed, -1, false), versions: at(0)},
+		{name: "the second member leaves", req: heartbeat(brokerNamed, -1, false), versions: atVersion(0)},
 		{name: "describe after both left", req: describe, versions: newest, normalize: sortMembers},
 		{name: "delete the empty group", req: deleteGroupsReq(group), versions: newest},
 		{name: "describe after the delete", req: describe, versions: newest, normalize: sortMembers},
@@ -213,7 +211,7 @@ func awaitAssignable(topic, run string) diffStep {
 			r.SubscribedTopicNames, r.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 			return r
 		},
-		versions: func(lo, hi int16) []int16 { return []int16{hi} },
+		versions: newest,
 		until: func(resp kmsg.Response) bool {
 			r := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
 			return r.ErrorCode == 0 && r.Assignment != nil && len(r.Assignment.Topics) > 0

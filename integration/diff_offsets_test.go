@@ -14,7 +14,6 @@ import (
 // topic ids), and OffsetDelete.
 func offsetsDiffSteps(run string) []diffStep {
 	topic, group, missing := "of-"+run, "og-"+run, "missing-of-"+run
-	newest := func(lo, hi int16) []int16 { return []int16{hi} }
 	// commit commits offset to partition of topicName as no member.
 	commit := func(topicName string, partition int32, offset int64, metadata string) func(*diffSide, int16) kmsg.Request {
 		return offsetCommitReq(group, topicName, func(*diffSide) (string, int32) { return "", -1 }, &metadata, partition, offset)

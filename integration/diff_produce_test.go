@@ -18,7 +18,6 @@ import (
 // epoch, unknown id and close.
 func produceEdgeSteps(run string) []diffStep {
 	plain, compacted, timed := "pe-"+run, "pc-"+run, "pt-"+run
-	newest := func(lo, hi int16) []int16 { return []int16{hi} }
 	// One timestamp for both brokers, within the timed topic's hour.
 	now := time.Now().Truncate(time.Minute).UnixMilli()
 	hourly := map[string]string{"message.timestamp.before.max.ms": "3600000", "message.timestamp.after.max.ms": "3600000"}

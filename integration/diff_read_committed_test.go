@@ -14,7 +14,6 @@ import (
 // the oldest and newest Fetch versions; a committed one is not named.
 func readCommittedSteps(run string) []diffStep {
 	topic, id := "rc-"+run, "rc-"+run
-	at := func(v int16) func(lo, hi int16) []int16 { return func(lo, hi int16) []int16 { return []int16{v} } }
 	produce := func(seq int32, values ...string) func(*diffSide, int16) kmsg.Request {
 		return txnProduceReq(topic, id, 0, seq, values...)
 	}
@@ -59,18 +58,18 @@ func readCommittedSteps(run string) []diffStep {
 	return append(transactionalSetup(topic, id), []diffStep{
 		// Kafka may take the new partition's leadership a moment after
 		// its metadata shows it.
-		{name: "produce into an open transaction", req: produce(0, "a", "b"), versions: at(12),
+		{name: "produce into an open transaction", req: produce(0, "a", "b"), versions: atVersion(12),
 			until: func(resp kmsg.Response) bool {
 				return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code
 			}},
 		{name: "fetch read_uncommitted, transaction open", req: fetch(0)},
 		{name: "fetch read_committed, transaction open", req: fetch(1)},
 		{name: "list the stable offset, transaction open", req: listStable, versions: func(lo, hi int16) []int16 { return []int16{2, hi} }},
-		{name: "abort", req: end(false), after: rememberEndTxnEpoch, versions: at(5), until: notConcurrentTxn},
+		{name: "abort", req: end(false), after: rememberEndTxnEpoch, versions: atVersion(5), until: notConcurrentTxn},
 		{name: "fetch read_committed after the abort", req: fetch(1), until: stableAt(3), normalize: firstBatch},
 		{name: "fetch read_committed from the abort marker", req: fetchFrom(2, 1)},
-		{name: "produce into the next transaction", req: produce(0, "c"), versions: at(12)},
-		{name: "commit", req: end(true), after: rememberEndTxnEpoch, versions: at(5), until: notConcurrentTxn},
+		{name: "produce into the next transaction", req: produce(0, "c"), versions: atVersion(12)},
+		{name: "commit", req: end(true), after: rememberEndTxnEpoch, versions: atVersion(5), until: notConcurrentTxn},
 		{name: "fetch read_committed after the commit", req: fetch(1), until: stableAt(5), normalize: firstBatch},
 		{name: "fetch read_committed from the abort marker after the commit", req: fetchFrom(2, 1)},
 		{name: "fetch read_uncommitted from the abort marker after the commit", req: fetchFrom(2, 0)},

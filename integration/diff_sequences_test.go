@@ -175,12 +175,11 @@ func diffSequences(run string) []diffSequence {
 	group := "g-" + run
 	txnID := "tx-" + run
 	missing := "missing-" + run
-	oneVersion := func(lo, hi int16) []int16 { return []int16{hi} }
 	return []diffSequence{
 		{name: "share", steps: shareSteps(run)},
 		{name: "share records", steps: shareRecordsSteps(run)},
 		{name: "topics", steps: []diffStep{
-			{name: "create 3 partitions", req: createTopicsReq(topic, 3, nil, false), versions: oneVersion,
+			{name: "create 3 partitions", req: createTopicsReq(topic, 3, nil, false), versions: newest,
 				// The newest CreateTopics returns the topic's configs, whose
 				// sources and synonyms Kafka fills from its own config files.
 				ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
@@ -194,12 +193,12 @@ func diffSequences(run string) []diffSequence {
 				ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
 			{name: "metadata known", req: metadataReq(false, topic)},
 			// Only v4+, which can say "do not auto-create".
-			{name: "metadata unknown, no auto-create", req: metadataReq(false, missing), versions: oneVersion},
+			{name: "metadata unknown, no auto-create", req: metadataReq(false, missing), versions: newest},
 			{name: "metadata v0 unknown topic", req: metadataReq(true, "auto-"+run),
 				versions: func(lo, hi int16) []int16 { return []int16{lo} },
 				known:    "kbroker creates the topic before answering; Kafka answers UNKNOWN_TOPIC_OR_PARTITION and creates it in the background"},
 			awaitTopic("auto-"+run, 1),
-			{name: "create partitions 3→5", req: createPartitionsReq(topic, 5), versions: oneVersion},
+			{name: "create partitions 3→5", req: createPartitionsReq(topic, 5), versions: newest},
 			awaitTopic(topic, 5),
 			{name: "create partitions 5→2", req: createPartitionsReq(topic, 2)},
 			{name: "create partitions unknown topic", req: createPartitionsReq(missing, 2)},
@@ -210,7 +209,7 @@ func diffSequences(run string) []diffSequence {
 		{name: "topic edges", steps: topicEdgeSteps(run)},
 		{name: "produce edges", steps: produceEdgeSteps(run)},
 		{name: "produce-fetch", steps: []diffStep{
-			{name: "create", req: createTopicsReq(small, 1, map[string]string{"max.message.bytes": "2000"}, false), versions: oneVersion,
+			{name: "create", req: createTopicsReq(small, 1, map[string]string{"max.message.bytes": "2000"}, false), versions: newest,
 				ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
 			awaitTopic(small, 1),
 			{name: "produce 3 records", req: produceReq(small, 0, -1, plainBatch("a", "b", "c"))},
@@ -222,32 +221,32 @@ func diffSequences(run string) []diffSequence {
 			{name: "fetch from 0", req: fetchReq(small, 0, 0)},
 			{name: "fetch out of range", req: fetchReq(small, 0, 100)},
 			{name: "fetch unknown partition", req: fetchReq(small, 4, 0)},
-			{name: "delete records below HW", req: deleteRecordsReq(small, 0, 2), versions: oneVersion},
+			{name: "delete records below HW", req: deleteRecordsReq(small, 0, 2), versions: newest},
 			{name: "delete records above HW", req: deleteRecordsReq(small, 0, 50)},
 			{name: "fetch below log start", req: fetchReq(small, 0, 0)},
 			{name: "list offsets earliest after delete", req: listOffsetsReq(small, 0, -2)},
-			{name: "create to delete", req: createTopicsReq(gone, 1, nil, false), versions: oneVersion,
+			{name: "create to delete", req: createTopicsReq(gone, 1, nil, false), versions: newest,
 				ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
 			awaitTopic(gone, 1),
-			{name: "delete topic", req: deleteTopicsReq(gone), versions: oneVersion},
+			{name: "delete topic", req: deleteTopicsReq(gone), versions: newest},
 			awaitTopic(gone, 0),
 			{name: "produce to deleted topic", req: produceReq(gone, 0, -1, plainBatch("x"))},
 		}},
 		{name: "idempotence", steps: []diffStep{
-			{name: "create", req: createTopicsReq(idem, 1, nil, false), versions: oneVersion,
+			{name: "create", req: createTopicsReq(idem, 1, nil, false), versions: newest,
 				ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
 			awaitTopic(idem, 1),
 			// A fresh Kafka answers COORDINATOR_LOAD_IN_PROGRESS until its
 			// producer-id manager has a block of ids.
-			{name: "init producer id", req: initProducerIDReq(nil), after: rememberProducer, versions: oneVersion,
+			{name: "init producer id", req: initProducerIDReq(nil), after: rememberProducer, versions: newest,
 				until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
-			{name: "produce seq 0", req: produceReq(idem, 0, -1, idemBatch(0, "a", "b")), versions: oneVersion},
-			{name: "produce seq 2", req: produceReq(idem, 0, -1, idemBatch(2, "c")), versions: oneVersion},
-			{name: "duplicate seq 2", req: produceReq(idem, 0, -1, idemBatch(2, "c")), versions: oneVersion},
-			{name: "out of order seq 9", req: produceReq(idem, 0, -1, idemBatch(9, "z")), versions: oneVersion},
+			{name: "produce seq 0", req: produceReq(idem, 0, -1, idemBatch(0, "a", "b")), versions: newest},
+			{name: "produce seq 2", req: produceReq(idem, 0, -1, idemBatch(2, "c")), versions: newest},
+			{name: "duplicate seq 2", req: produceReq(idem, 0, -1, idemBatch(2, "c")), versions: newest},
+			{name: "out of order seq 9", req: produceReq(idem, 0, -1, idemBatch(9, "z")), versions: newest},
 			{name: "old epoch", req: produceReq(idem, 0, -1, func(s *diffSide) []byte {
 				return diffBatch(s.producerID, s.epoch-1, 3, false, "old")
-			}), versions: oneVersion},
+			}), versions: newest},
 			{name: "list offsets latest", req: listOffsetsReq(idem, 0, -1)},
 		}},
 		{name: "groups", steps: []diffStep{
@@ -258,22 +257,22 @@ func diffSequences(run string) []diffSequence {
 				r.Group, r.Generation, r.MemberID = group, 1, "nobody"
 				return r
 			}},
-			{name: "join without member id", req: joinReq(group, ""), versions: oneVersion,
+			{name: "join without member id", req: joinReq(group, ""), versions: newest,
 				after: func(s *diffSide, resp kmsg.Response) { s.memberID = resp.(*kmsg.JoinGroupResponse).MemberID }},
 			{name: "join with member id", req: func(s *diffSide, v int16) kmsg.Request { return joinReq(group, s.memberID)(s, v) },
-				versions: oneVersion, ignore: regexp.MustCompile(`(LeaderID|Members\.0\.MemberID)$`),
+				versions: newest, ignore: regexp.MustCompile(`(LeaderID|Members\.0\.MemberID)$`),
 				after: func(s *diffSide, resp kmsg.Response) { s.generation = resp.(*kmsg.JoinGroupResponse).Generation }},
 			{name: "sync wrong generation", req: func(s *diffSide, v int16) kmsg.Request {
 				r := kmsg.NewPtrSyncGroupRequest()
 				r.Group, r.Generation, r.MemberID = group, s.generation+5, s.memberID
 				r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
 				return r
-			}, versions: oneVersion},
+			}, versions: newest},
 			{name: "heartbeat unknown member", req: func(s *diffSide, v int16) kmsg.Request {
 				r := kmsg.NewPtrHeartbeatRequest()
 				r.Group, r.Generation, r.MemberID = group, s.generation, "nobody"
 				return r
-			}, versions: oneVersion},
+			}, versions: newest},
 			{name: "offset commit wrong generation", req: func(s *diffSide, v int16) kmsg.Request {
 				r := kmsg.NewPtrOffsetCommitRequest()
 				r.Group, r.Generation, r.MemberID = group, s.generation+5, s.memberID
@@ -284,7 +283,7 @@ func diffSequences(run string) []diffSequence {
 				t.Partitions = append(t.Partitions, p)
 				r.Topics = append(r.Topics, t)
 				return r
-			}, versions: oneVersion},
+			}, versions: newest},
 		}},
 		{name: "offsets", steps: offsetsDiffSteps(run)},
 		{name: "classic group lifecycle", steps: classicGroupLifecycleSteps(run)},
@@ -393,13 +392,13 @@ func diffSequences(run string) []diffSequence {
 			// Even with the transaction log loaded, a fresh Kafka answers
 			// COORDINATOR_LOAD_IN_PROGRESS until its producer-id manager
 			// has a block of ids.
-			{name: "init transactional producer", req: initProducerIDReq(&txnID), after: rememberProducer, versions: oneVersion,
+			{name: "init transactional producer", req: initProducerIDReq(&txnID), after: rememberProducer, versions: newest,
 				until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
 			{name: "end txn with nothing open", req: func(s *diffSide, v int16) kmsg.Request {
 				r := kmsg.NewPtrEndTxnRequest()
 				r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = txnID, s.producerID, s.epoch, true
 				return r
-			}, versions: oneVersion},
+			}, versions: newest},
 			{name: "add partitions with a fenced epoch", req: func(s *diffSide, v int16) kmsg.Request {
 				r := kmsg.NewPtrAddPartitionsToTxnRequest()
 				r.TransactionalID, r.ProducerID, r.ProducerEpoch = txnID, s.producerID, s.epoch+3
@@ -412,12 +411,12 @@ func diffSequences(run string) []diffSequence {
 				// transactions.
 			}, versions: func(lo, hi int16) []int16 { return []int16{3} }},
 			{name: "add offsets with a fenced epoch", req: addOffsetsReq(txnID, group, 3)},
-			{name: "add offsets", req: addOffsetsReq(txnID, group, 0), versions: oneVersion},
+			{name: "add offsets", req: addOffsetsReq(txnID, group, 0), versions: newest},
 			{name: "describe the transaction with the offsets", req: func(s *diffSide, v int16) kmsg.Request {
 				r := kmsg.NewPtrDescribeTransactionsRequest()
 				r.TransactionalIDs = []string{txnID}
 				return r
-			}, versions: oneVersion, ignore: regexp.MustCompile(`StartTimestamp$`),
+			}, versions: newest, ignore: regexp.MustCompile(`StartTimestamp$`),
 				// The group's partition of __consumer_offsets: kbroker has 1
 				// by default, Kafka 50 (README).
 				normalize: func(resp kmsg.Response) {
@@ -433,7 +432,7 @@ func diffSequences(run string) []diffSequence {
 				r := kmsg.NewPtrEndTxnRequest()
 				r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = txnID, s.producerID, s.epoch, false
 				return r
-			}, versions: oneVersion},
+			}, versions: newest},
 		}},
 		{name: "transactions v2", steps: txnV2Steps(run)},
 		{name: "transaction protocol versions", steps: txnProtoSteps(run)},
@@ -452,8 +451,6 @@ func diffSequences(run string) []diffSequence {
 // open bumps again), and the old epoch is fenced at the partition.
 func txnV2Steps(run string) []diffStep {
 	topic, id, group := "tv2-"+run, "tv2-"+run, "gv2-"+run
-	at := func(v int16) func(lo, hi int16) []int16 { return func(lo, hi int16) []int16 { return []int16{v} } }
-	newest := func(lo, hi int16) []int16 { return []int16{hi} }
 	endReq := func(commit bool, epochDelta int16) func(*diffSide, int16) kmsg.Request {
 		return endTxnReq(id, commit, epochDelta)
 	}
@@ -471,11 +468,11 @@ func txnV2Steps(run string) []diffStep {
 	return append(steps, []diffStep{
 		// Kafka may take the new partition's leadership a moment after
 		// its metadata shows it (NOT_LEADER_OR_FOLLOWER meanwhile).
-		{name: "produce v11 outside the transaction", req: txnProduce(0, 0), versions: at(11),
+		{name: "produce v11 outside the transaction", req: txnProduce(0, 0), versions: atVersion(11),
 			until: func(resp kmsg.Response) bool {
 				return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code
 			}},
-		{name: "produce v12 joins the transaction", req: txnProduce(0, 0), versions: at(12)},
+		{name: "produce v12 joins the transaction", req: txnProduce(0, 0), versions: atVersion(12)},
 		{name: "txn offset commit v5 without AddOffsetsToTxn", req: func(s *diffSide, v int16) kmsg.Request {
 			r := kmsg.NewPtrTxnOffsetCommitRequest()
 			r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = id, group, s.producerID, s.epoch, -1
@@ -486,7 +483,7 @@ func txnV2Steps(run string) []diffStep {
 			t.Partitions = append(t.Partitions, p)
 			r.Topics = append(r.Topics, t)
 			return r
-		}, versions: at(5)},
+		}, versions: atVersion(5)},
 		{name: "describe the open transaction", req: describe, versions: newest, ignore: startTime,
 			normalize: func(resp kmsg.Response) {
 				for _, st := range resp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
@@ -502,11 +499,11 @@ func txnV2Steps(run string) []diffStep {
 					}
 				}
 			}},
-		{name: "end txn v5 commit bumps the epoch", req: endReq(true, 0), after: bumped, versions: at(5)},
-		{name: "end txn v5 commit retried", req: endReq(true, -1), versions: at(5), until: notConcurrent},
-		{name: "zombie produce with the old epoch", req: txnProduce(-1, 1), versions: at(12)},
-		{name: "end txn v5 abort with nothing open", req: endReq(false, 0), after: bumped, versions: at(5), until: notConcurrent},
-		{name: "end txn v5 commit with nothing open", req: endReq(true, 0), versions: at(5), until: notConcurrent},
+		{name: "end txn v5 commit bumps the epoch", req: endReq(true, 0), after: bumped, versions: atVersion(5)},
+		{name: "end txn v5 commit retried", req: endReq(true, -1), versions: atVersion(5), until: notConcurrent},
+		{name: "zombie produce with the old epoch", req: txnProduce(-1, 1), versions: atVersion(12)},
+		{name: "end txn v5 abort with nothing open", req: endReq(false, 0), after: bumped, versions: atVersion(5), until: notConcurrent},
+		{name: "end txn v5 commit with nothing open", req: endReq(true, 0), versions: atVersion(5), until: notConcurrent},
 		{name: "describe after the abort", req: describe, versions: newest, ignore: startTime,
 			until: func(resp kmsg.Response) bool {
 				return resp.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].State == "CompleteAbort"
@@ -514,7 +511,7 @@ func txnV2Steps(run string) []diffStep {
 		// A new producer fences an open transaction: the abort and the
 		// answer's epochs (CONCURRENT_TRANSACTIONS until the abort is
 		// complete).
-		{name: "produce v12, a transaction left open", req: txnProduce(0, 0), versions: at(12)},
+		{name: "produce v12, a transaction left open", req: txnProduce(0, 0), versions: atVersion(12)},
 		{name: "init of a new producer fences it", req: initProducerIDReq(&id), after: rememberProducer, versions: newest,
 			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
 		{name: "describe after the fence", req: describe, versions: newest, ignore: startTime},
@@ -527,7 +524,7 @@ func transactionalSetup(topic, id string) []diffStep {
 	return append(createAndAwait(topic, 1),
 		awaitCoordinator(id, 1),
 		awaitTxnLoaded(id),
-		diffStep{name: "init", req: initProducerIDReq(&id), after: rememberProducer, versions: func(lo, hi int16) []int16 { return []int16{hi} },
+		diffStep{name: "init", req: initProducerIDReq(&id), after: rememberProducer, versions: newest,
 			until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
 	)
 }
@@ -537,7 +534,7 @@ func transactionalSetup(topic, id string) []diffStep {
 // own files), and waits until both brokers serve it.
 func createAndAwait(topic string, n int32) []diffStep {
 	return []diffStep{
-		{name: "create " + topic, req: createTopicsReq(topic, n, nil, false), versions: func(lo, hi int16) []int16 { return []int16{hi} },
+		{name: "create " + topic, req: createTopicsReq(topic, n, nil, false), versions: newest,
 			ignore: regexp.MustCompile(`Topics\.0\.Configs\.`)},
 		awaitTopic(topic, int(n)),
 	}

@@ -17,7 +17,6 @@ import (
 func shareRecordsSteps(run string) []diffStep {
 	topic, group := "sr-"+run, "srg-"+run
 	member := "SrMemberw9cxQ3m5sX2yqvE"
-	newest := func(lo, hi int16) []int16 { return []int16{hi} }
 	// fetch sends the side's next share session epoch (diffSide.fetchSession
 	// counts them, from 0, which opens the session).
 	fetch := func(s *diffSide, v int16) kmsg.Request {

@@ -130,7 +130,6 @@ var shareInitTiming = regexp.MustCompile(`^Topics(\.|$)`)
 // shareSteps is the share-group sequence.
 func shareSteps(run string) []diffStep {
 	topic, group, missing := "sq-"+run, "sg-"+run, "missing-"+run
-	newest := func(lo, hi int16) []int16 { return []int16{hi} }
 	// The assignment depends on when each side's share state is
 	// initialized (Kafka initializes it asynchronously), and so do the
 	// epochs after the join: Kafka bumps the group once the

@@ -10,7 +10,6 @@ func streamsDiffSteps(run string) []diffStep {
 	group := "stg-" + run
 	in := "stg-in-" + run
 	shareGroup := "sg-" + run // the share sequence's group (diff_share_test.go)
-	oneVersion := func(lo, hi int16) []int16 { return []int16{hi} }
 	join := func(member string) func(*diffSide, int16) kmsg.Request {
 		return func(_ *diffSide, _ int16) kmsg.Request {
 			r := kmsg.NewPtrStreamsGroupHeartbeatRequest()
@@ -50,17 +49,17 @@ func streamsDiffSteps(run string) []diffStep {
 	return []diffStep{
 		awaitCoordinator(group, 0),
 		awaitGroupLoaded(group),
-		{name: "streams join without member id", req: join(""), versions: oneVersion},
+		{name: "streams join without member id", req: join(""), versions: newest},
 		// The share sequence may or may not have made its group yet: the
 		// request check comes first either way.
-		{name: "streams join without member id, a share group's id", req: joinAs(shareGroup, ""), versions: oneVersion},
+		{name: "streams join without member id, a share group's id", req: joinAs(shareGroup, ""), versions: newest},
 		{name: "streams describe unknown group", req: describe(group)},
-		{name: "streams join, source topic missing", req: join("m1"), versions: oneVersion},
-		{name: "streams heartbeat ahead of the member epoch", req: beat("m1", 99), versions: oneVersion},
-		{name: "streams heartbeat unknown member", req: beat("m2", 1), versions: oneVersion},
+		{name: "streams join, source topic missing", req: join("m1"), versions: newest},
+		{name: "streams heartbeat ahead of the member epoch", req: beat("m1", 99), versions: newest},
+		{name: "streams heartbeat unknown member", req: beat("m2", 1), versions: newest},
 		// Within the initial rebalance delay: group epoch 2, the member
 		// at the empty target of epoch 1.
 		{name: "streams describe", req: describe(group)},
-		{name: "streams leave", req: beat("m1", -1), versions: oneVersion},
+		{name: "streams leave", req: beat("m1", -1), versions: newest},
 	}
 }

@@ -223,6 +223,15 @@ func describeBatches(b []byte) string {
 	return strings.Join(out, "; ")
 }
 
+// newest is a step's versions when only the newest both brokers serve
+// matters.
+func newest(lo, hi int16) []int16 { return []int16{hi} }
+
+// atVersion is a step's versions when only v is sent.
+func atVersion(v int16) func(lo, hi int16) []int16 {
+	return func(lo, hi int16) []int16 { return []int16{v} }
+}
+
 // diffStep is one request of a sequence, sent to both brokers.
 type diffStep struct {
 	name string
@@ -259,7 +268,7 @@ func awaitCoordinator(key string, keyType int8) diffStep {
 			r.CoordinatorKey, r.CoordinatorKeys, r.CoordinatorType = key, []string{key}, keyType
 			return r
 		},
-		versions: func(lo, hi int16) []int16 { return []int16{hi} },
+		versions: newest,
 		ignore:   regexp.MustCompile(`NodeID$`),
 		until: func(resp kmsg.Response) bool {
 			r := resp.(*kmsg.FindCoordinatorResponse)
@@ -294,7 +303,7 @@ func awaitGroupLoaded(group string) diffStep {
 			r.Groups = []string{group}
 			return r
 		},
-		versions: func(lo, hi int16) []int16 { return []int16{hi} },
+		versions: newest,
 		until: func(resp kmsg.Response) bool {
 			r := resp.(*kmsg.DescribeGroupsResponse)
 			return len(r.Groups) == 1 && !coordinatorNotReady(r.Groups[0].ErrorCode)
@@ -312,7 +321,7 @@ func awaitTxnLoaded(id string) diffStep {
 			r.TransactionalIDs = []string{id}
 			return r
 		},
-		versions: func(lo, hi int16) []int16 { return []int16{hi} },
+		versions: newest,
 		until: func(resp kmsg.Response) bool {
 			r := resp.(*kmsg.DescribeTransactionsResponse)
 			return len(r.TransactionStates) == 1 && !coordinatorNotReady(r.TransactionStates[0].ErrorCode)
@@ -324,11 +333,9 @@ func awaitTxnLoaded(id string) diffStep {
 // leader (n 0: until it is unknown) on each side, then compares.
 func awaitTopic(topic string, n int) diffStep {
 	return diffStep{
-		name: fmt.Sprintf("await %s with %d partitions", topic, n),
-		req:  metadataReq(false, topic),
-		versions: func(lo, hi int16) []int16 {
-			return []int16{hi}
-		},
+		name:     fmt.Sprintf("await %s with %d partitions", topic, n),
+		req:      metadataReq(false, topic),
+		versions: newest,
 		until: func(resp kmsg.Response) bool {
 			r := resp.(*kmsg.MetadataResponse)
 			if len(r.Topics) != 1 {

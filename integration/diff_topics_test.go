@@ -17,7 +17,6 @@ import (
 // broker configs of this broker, of an unknown one and its loggers.
 func topicEdgeSteps(run string) []diffStep {
 	assigned, byDefault, gone := "ta-"+run, "td-"+run, "tg-"+run
-	newest := func(lo, hi int16) []int16 { return []int16{hi} }
 	configs := regexp.MustCompile(`Topics\.\d+\.Configs\.`)
 	create := func(edit func(*kmsg.CreateTopicsRequest), names ...string) func(*diffSide, int16) kmsg.Request {
 		return func(s *diffSide, v int16) kmsg.Request {

@@ -18,7 +18,6 @@ import (
 func txnProtoSteps(run string) []diffStep {
 	topic, id, unknownID := "tp-"+run, "tp-"+run, "tpx-"+run
 	at := func(vs ...int16) func(lo, hi int16) []int16 { return func(lo, hi int16) []int16 { return vs } }
-	newest := func(lo, hi int16) []int16 { return []int16{hi} }
 	// addReq is AddPartitionsToTxn of one transaction per (id, epoch
 	// delta) at any version: v0–v3 take the first only.
 	type txnPart struct {
