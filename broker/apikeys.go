@@ -65,6 +65,11 @@ type api struct {
 	// (group.coordinator.rebalance.protocols), whose handler answers
 	// UNSUPPORTED_VERSION, as Kafka's does.
 	hidden func(b *Broker) bool
+	// listedFromV0 makes ApiVersions list the key from v0 while requests
+	// below min still close the connection: Kafka 4 does so for Produce
+	// (KAFKA-18659), because older librdkafka (kcat's 2.0 among them)
+	// sends gzip, snappy and lz4 batches only when it sees Produce v0.
+	listedFromV0 bool
 }
 
 // apiTable is the one list of what the broker serves. ApiVersions is

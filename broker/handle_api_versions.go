@@ -14,7 +14,9 @@ import (
 func (b *Broker) handleApiVersions(c *conn, req *kmsg.ApiVersionsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	if req.Version >= 3 && (!validClientSoftware(req.ClientSoftwareName) || !validClientSoftware(req.ClientSoftwareVersion)) {
+		// Kafka answers the error alone: no keys, no features.
 		resp.ErrorCode = kerr.InvalidRequest.Code
+		return respond(resp)
 	}
 	b.fillApiVersions(resp)
 	if req.Version >= 3 {
@@ -54,6 +56,9 @@ func (b *Broker) fillApiVersions(resp *kmsg.ApiVersionsResponse) {
 		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		if a.listedFromV0 {
+			k.MinVersion = 0
+		}
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 }

@@ -156,3 +156,55 @@ func TestOversizedFrameClosesConnection(t *testing.T) {
 		t.Fatalf("connection not closed: %v", err)
 	}
 }
+
+// TestApiVersionsListsProduceFromV0: like Kafka 4 (KAFKA-18659), the
+// broker lists Produce from v0, so that older librdkafka compresses, yet
+// a Produce below v3 closes the connection as an unserved version does.
+func TestApiVersionsListsProduceFromV0(t *testing.T) {
+	srv := newTestServer(t, nil)
+	vs, err := newAdmin(t, srv).ApiVersions(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if lo, _, ok := v.KeyVersions(int16(kmsg.Produce)); !ok || lo != 0 {
+			t.Fatalf("Produce listed from v%d (listed %v), want v0", lo, ok)
+		}
+	}
+	for _, version := range []int16{0, 2} {
+		nc, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = 1, 1000
+		if _, err := nc.Write(requestFrame(req, version, 1)); err != nil {
+			t.Fatal(err)
+		}
+		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := nc.Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("Produce v%d: connection not closed: %v", version, err)
+		}
+		nc.Close()
+	}
+}
+
+// TestApiVersionsInvalidClientSoftware: a v3+ request whose client
+// software name or version breaks KIP-511's rule gets INVALID_REQUEST and
+// nothing else, as from Kafka.
+func TestApiVersionsInvalidClientSoftware(t *testing.T) {
+	srv := newTestServer(t, nil)
+	for _, sw := range [][2]string{{"", "1"}, {"bad name", "1"}, {"client", ""}, {"client", "1.0-"}} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version, req.ClientSoftwareName, req.ClientSoftwareVersion = 3, sw[0], sw[1]
+		raw := rawRequest(t, srv.Addr(), 18, 3, req.AppendTo([]byte{0})) // 0: the header's tags
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.Version = 3
+		if err := resp.ReadFrom(raw[4:]); err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != kerr.InvalidRequest.Code || len(resp.ApiKeys) != 0 || len(resp.SupportedFeatures) != 0 {
+			t.Errorf("%q: error %d with %d keys and %d features, want INVALID_REQUEST alone", sw, resp.ErrorCode, len(resp.ApiKeys), len(resp.SupportedFeatures))
+		}
+	}
+}

@@ -1,7 +1,8 @@
 package broker
 
 // Produce v3–v13: record batches of magic 2 only, as Kafka 4 (KIP-896
-// removed v0–v2 and message formats 0 and 1).
+// removed v0–v2 and message formats 0 and 1). ApiVersions lists Produce
+// from v0 all the same, as Kafka 4 does (api.listedFromV0).
 //
 // Per version: v3 RecordBatch and TransactionalID (KIP-98); v5
 // LogStartOffset (KIP-107); v7 zstd (KIP-110); v8 RecordErrors and

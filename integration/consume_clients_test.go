@@ -67,9 +67,6 @@ type consClient struct {
 	// binarySafe: keys, values and header values may hold any bytes
 	// (kcat produces text lines, with one set of headers for all).
 	binarySafe bool
-	// librdkafka: the client compresses only with codecs it thinks the
-	// broker supports, judging from ApiVersions (see TestConsumeCompression).
-	librdkafka bool
 	// produce writes recs, in order, to partition 0 of topic.
 	produce func(t *testing.T, addr, topic string, recs []consRec, c consCodec, o consumeOpts)
 	// consume reads partition 0 of topic from offset from and sends each
@@ -84,8 +81,8 @@ var consClients = []consClient{
 	{name: "kgo", binarySafe: true, produce: produceKgoRecs, consume: consumeKgo},
 	{name: "sarama", binarySafe: true, produce: produceSarama, consume: consumeSarama},
 	{name: "kafka-go", binarySafe: true, produce: produceKafkaGo, consume: consumeKafkaGo},
-	{name: "confluent", binarySafe: true, librdkafka: true, produce: produceConfluent, consume: consumeConfluent},
-	{name: "kcat", librdkafka: true, produce: produceKcat, consume: consumeKcat},
+	{name: "confluent", binarySafe: true, produce: produceConfluent, consume: consumeConfluent},
+	{name: "kcat", produce: produceKcat, consume: consumeKcat},
 }
 
 // consClientNamed returns the client called name.

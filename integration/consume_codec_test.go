@@ -16,11 +16,9 @@ import (
 //
 // librdkafka (confluent-kafka-go, kcat) decides from ApiVersions whether
 // the broker can take a codec, and sends the batch uncompressed when it
-// thinks not: LZ4 only when FindCoordinator v0 is advertised (which
-// kbroker, with no groups yet, does not), and gzip and snappy, in older
-// versions such as kcat's 2.0.2, only when Produce v0 is (kbroker starts
-// at v3, as Kafka 4 does). Such batches are allowed to be uncompressed,
-// and logged; the Go clients' batches must all carry the codec.
+// thinks not: older versions such as kcat's 2.0.2 send gzip, snappy and
+// lz4 only when Produce v0 is listed. kbroker lists it, as Kafka 4 does
+// (KAFKA-18659), so every client's batches must carry the codec.
 func TestConsumeCompression(t *testing.T) {
 	t.Parallel()
 	const per = 30
@@ -41,8 +39,8 @@ func TestConsumeCompression(t *testing.T) {
 					p := cls[bt.firstOffset/per]
 					switch {
 					case bt.codec == c.attr:
-					case bt.codec == 0 && p.librdkafka:
-						t.Logf("%s sent the batch at offset %d uncompressed, not %s: librdkafka judged the broker unable to take %s", p.name, bt.firstOffset, c.name, c.name)
+					case bt.codec == 0:
+						t.Errorf("%s sent the batch at offset %d uncompressed, not %s: it judged the broker unable to take %s", p.name, bt.firstOffset, c.name, c.name)
 					default:
 						t.Errorf("the batch at offset %d, from %s with %s, is read back with codec %d: the broker did not keep it as sent", bt.firstOffset, p.name, c.name, bt.codec)
 					}
