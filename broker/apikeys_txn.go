@@ -4,9 +4,7 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 // txnAPIs are the transaction APIs and DescribeProducers (InitProducerId is in dataAPIs: it
 // serves idempotent producers too). Each handler's file header lists its
-// versions and deviations; WriteTxnMarkers starts at v1, as Kafka 4.4's,
-// and ListTransactions stops at v1 (v2's pattern is a Java regular
-// expression).
+// versions and deviations; WriteTxnMarkers starts at v1, as Kafka 4.4's.
 func txnAPIs() []api {
 	return []api{
 		{key: int16(kmsg.AddPartitionsToTxn), min: 0, max: kmsgMax(int16(kmsg.AddPartitionsToTxn)), handle: typed((*Broker).handleAddPartitionsToTxn)},
@@ -16,6 +14,6 @@ func txnAPIs() []api {
 		{key: int16(kmsg.DescribeTransactions), min: 0, max: kmsgMax(int16(kmsg.DescribeTransactions)), handle: typed((*Broker).handleDescribeTransactions)},
 		{key: int16(kmsg.DescribeProducers), min: 0, max: kmsgMax(int16(kmsg.DescribeProducers)), handle: typed((*Broker).handleDescribeProducers)},
 		{key: int16(kmsg.WriteTxnMarkers), min: 1, max: kmsgMax(int16(kmsg.WriteTxnMarkers)), handle: typed((*Broker).handleWriteTxnMarkers)},
-		{key: int16(kmsg.ListTransactions), min: 0, max: min(1, kmsgMax(int16(kmsg.ListTransactions))), handle: typed((*Broker).handleListTransactions)},
+		{key: int16(kmsg.ListTransactions), min: 0, max: kmsgMax(int16(kmsg.ListTransactions)), handle: typed((*Broker).handleListTransactions)},
 	}
 }

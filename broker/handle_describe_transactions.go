@@ -1,11 +1,14 @@
 package broker
 
-// DescribeTransactions v0 and ListTransactions v0–v1 (KIP-664): the
-// coordinator's view of transactional ids. ListTransactions v2 adds a
-// transactional-id pattern in Java regular-expression syntax (KIP-1152);
-// not served, since Go's regexp is not Java's.
+// DescribeTransactions v0 and ListTransactions v0–v2 (KIP-664): the
+// coordinator's view of transactional ids. ListTransactions v2 filters by a
+// transactional-id pattern (KIP-1152) in RE2 syntax, which Kafka reads
+// with RE2/J and Go's regexp reads alike; the pattern must match the whole
+// id, as Kafka's Matcher.matches does.
 
 import (
+	"regexp"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -57,6 +60,16 @@ func (b *Broker) handleDescribeTransactions(c *conn, req *kmsg.DescribeTransacti
 
 func (b *Broker) handleListTransactions(c *conn, req *kmsg.ListTransactionsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
+	var pattern *regexp.Regexp
+	if p := req.TransactionalIDPattern; p != nil && *p != "" {
+		// The pattern alone is checked first: "a)|(b" is not valid,
+		// though it would be once wrapped.
+		if _, err := regexp.Compile(*p); err != nil {
+			resp.ErrorCode = kerr.InvalidRegularExpression.Code
+			return respond(resp)
+		}
+		pattern = regexp.MustCompile(`^(?:` + *p + `)$`)
+	}
 	coord, _ := b.transactions(false)
 	if coord == nil {
 		// No transaction yet: nothing to list; the state filters are
@@ -72,6 +85,9 @@ func (b *Broker) handleListTransactions(c *conn, req *kmsg.ListTransactionsReque
 	resp.ErrorCode = errorCode(lr.Err)
 	resp.UnknownStateFilters = lr.UnknownStates
 	for _, l := range lr.Transactions {
+		if pattern != nil && !pattern.MatchString(l.TransactionalID) {
+			continue
+		}
 		if !b.allowed(c, opDescribe, resTxnID, l.TransactionalID) {
 			continue // Kafka leaves out the ids the client may not describe
 		}
