@@ -308,6 +308,15 @@ class AdminTest {
             TransactionListing tl = listed.stream().filter(t -> t.transactionalId().equals(txid)).findFirst()
                 .orElseThrow(() -> new AssertionError(txid + " not among ongoing " + listed));
             assertEquals(ps.producerId(), tl.producerId());
+            // ListTransactions v2 (KIP-1152): the pattern must match the whole id.
+            List<String> matched = Clients.get(admin.listTransactions(
+                new ListTransactionsOptions().filterOnTransactionalIdPattern("tx-admin.*")).all()).stream()
+                .map(TransactionListing::transactionalId).toList();
+            assertTrue(matched.contains(txid) && matched.stream().allMatch(id -> id.startsWith("tx-admin")),
+                "listed by the pattern tx-admin.*: " + matched);
+            assertEquals(List.of(), Clients.get(admin.listTransactions(
+                new ListTransactionsOptions().filterOnTransactionalIdPattern("tx-admi")).all()).stream()
+                .map(TransactionListing::transactionalId).toList());
 
             TransactionDescription td = Clients.get(admin.describeTransactions(List.of(txid)).description(txid));
             assertEquals(TransactionState.ONGOING, td.state());
