@@ -23,6 +23,7 @@ func adminAPIs() []api {
 		{key: 55, min: 0, max: kmsgMax(55), handle: typed((*Broker).handleDescribeQuorum)},
 		{key: 57, min: 0, max: kmsgMax(57), handle: typed((*Broker).handleUpdateFeatures)},
 		{key: 60, min: 0, max: kmsgMax(60), handle: typed((*Broker).handleDescribeCluster)},
+		{key: 74, min: 0, max: kmsgMax(74), handle: typed((*Broker).handleListConfigResources)},
 		{key: 75, min: 0, max: kmsgMax(75), handle: typed((*Broker).handleDescribeTopicPartitions)},
 	}
 }
