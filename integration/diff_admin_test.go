@@ -93,6 +93,26 @@ func adminDiffSteps(run string) []diffStep {
 				return strings.Compare(a.TransactionalID, b.TransactionalID)
 			})
 		}},
+		{name: "list transactions by a pattern of this run", req: func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrListTransactionsRequest()
+			r.TransactionalIDPattern = kmsg.StringPtr(".*-" + run)
+			return r
+		}, versions: atVersion(2), normalize: func(resp kmsg.Response) {
+			slices.SortFunc(resp.(*kmsg.ListTransactionsResponse).TransactionStates, func(a, b kmsg.ListTransactionsResponseTransactionState) int {
+				return strings.Compare(a.TransactionalID, b.TransactionalID)
+			})
+		}},
+		// The pattern matches whole ids.
+		{name: "list transactions by a pattern that matches a prefix", req: func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrListTransactionsRequest()
+			r.TransactionalIDPattern = kmsg.StringPtr("tv2")
+			return r
+		}, versions: atVersion(2)},
+		{name: "list transactions, an invalid pattern", req: func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrListTransactionsRequest()
+			r.TransactionalIDPattern = kmsg.StringPtr("a)|(b")
+			return r
+		}, versions: atVersion(2)},
 		{name: "list transactions, unknown state filter", req: func(s *diffSide, v int16) kmsg.Request {
 			r := kmsg.NewPtrListTransactionsRequest()
 			r.StateFilters = []string{"Bogus"}
@@ -187,12 +207,12 @@ func saslOnPlaintextSteps() []diffStep {
 			r := kmsg.NewPtrSASLHandshakeRequest()
 			r.Mechanism = "PLAIN"
 			return r
-		}, versions: newest},
+		}},
 		{name: "SASL authenticate on a PLAINTEXT listener", req: func(s *diffSide, v int16) kmsg.Request {
 			r := kmsg.NewPtrSASLAuthenticateRequest()
 			r.SASLAuthBytes = []byte("\x00user\x00secret")
 			return r
-		}, versions: newest},
+		}},
 	}
 }
 

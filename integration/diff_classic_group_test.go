@@ -11,10 +11,13 @@ import (
 // required, then with it), sync as the leader with an assignment,
 // heartbeat, commit and fetch offsets at the generation, describe the
 // Stable group, a second sync, leave, and describe the Empty group.
-func classicGroupLifecycleSteps(run string) []diffStep {
-	group, topic := "lc-"+run, "lct-"+run
-	memberIDs := regexp.MustCompile(`(LeaderID|MemberID|Members\.\d+\.MemberID)$`)
-	sync := func(s *diffSide, v int16) kmsg.Request {
+// memberIDs are the fields that carry member ids, which differ.
+var memberIDs = regexp.MustCompile(`(LeaderID|MemberID|Members\.\d+\.MemberID)$`)
+
+// leaderSyncReq is the SyncGroup of group's only member, as its leader,
+// assigning it partitions 0 and 1 of topic.
+func leaderSyncReq(group, topic string) func(*diffSide, int16) kmsg.Request {
+	return func(s *diffSide, v int16) kmsg.Request {
 		r := kmsg.NewPtrSyncGroupRequest()
 		r.Group, r.Generation, r.MemberID = group, s.generation, s.memberID
 		r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
@@ -23,6 +26,11 @@ func classicGroupLifecycleSteps(run string) []diffStep {
 		r.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: s.memberID, MemberAssignment: a.AppendTo(nil)}}
 		return r
 	}
+}
+
+func classicGroupLifecycleSteps(run string) []diffStep {
+	group, topic := "lc-"+run, "lct-"+run
+	sync := leaderSyncReq(group, topic)
 	describe := func(s *diffSide, v int16) kmsg.Request {
 		r := kmsg.NewPtrDescribeGroupsRequest()
 		r.Groups = []string{group}
@@ -59,5 +67,24 @@ func classicGroupLifecycleSteps(run string) []diffStep {
 			return r
 		}, versions: newest, ignore: memberIDs},
 		{name: "describe the Empty group", req: describe},
+	}...)
+}
+
+// classicGroupV0Steps are a classic group's join, sync and leave at v0 of
+// each, where a join gets its member id at once (no MEMBER_ID_REQUIRED).
+func classicGroupV0Steps(run string) []diffStep {
+	group, topic := "lc0-"+run, "lct-"+run // the topic of classicGroupLifecycleSteps
+	return append(awaitGroupReady(group), []diffStep{
+		{name: "join v0", req: joinReq(group, ""), versions: oldest, ignore: memberIDs,
+			after: func(s *diffSide, resp kmsg.Response) {
+				r := resp.(*kmsg.JoinGroupResponse)
+				s.memberID, s.generation = r.MemberID, r.Generation
+			}},
+		{name: "sync v0 as the leader", req: leaderSyncReq(group, topic), versions: oldest},
+		{name: "leave v0", req: func(s *diffSide, v int16) kmsg.Request {
+			r := kmsg.NewPtrLeaveGroupRequest()
+			r.Group, r.MemberID = group, s.memberID
+			return r
+		}, versions: oldest},
 	}...)
 }

@@ -240,6 +240,7 @@ func diffSequences(run string) []diffSequence {
 			// producer-id manager has a block of ids.
 			{name: "init producer id", req: initProducerIDReq(nil), after: rememberProducer, versions: newest,
 				until: func(resp kmsg.Response) bool { return resp.(*kmsg.InitProducerIDResponse).ErrorCode == 0 }},
+			{name: "init another producer id", req: initProducerIDReq(nil), versions: oldest},
 			{name: "produce seq 0", req: produceReq(idem, 0, -1, idemBatch(0, "a", "b")), versions: newest},
 			{name: "produce seq 2", req: produceReq(idem, 0, -1, idemBatch(2, "c")), versions: newest},
 			{name: "duplicate seq 2", req: produceReq(idem, 0, -1, idemBatch(2, "c")), versions: newest},
@@ -267,7 +268,7 @@ func diffSequences(run string) []diffSequence {
 				r.Group, r.Generation, r.MemberID = group, s.generation+5, s.memberID
 				r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
 				return r
-			}, versions: newest},
+			}},
 			{name: "heartbeat unknown member", req: func(s *diffSide, v int16) kmsg.Request {
 				r := kmsg.NewPtrHeartbeatRequest()
 				r.Group, r.Generation, r.MemberID = group, s.generation, "nobody"
@@ -287,6 +288,7 @@ func diffSequences(run string) []diffSequence {
 		}},
 		{name: "offsets", steps: offsetsDiffSteps(run)},
 		{name: "classic group lifecycle", steps: classicGroupLifecycleSteps(run)},
+		{name: "classic group at v0", steps: classicGroupV0Steps(run)},
 		{name: "group admin", steps: []diffStep{
 			awaitCoordinator("nogroup-"+run, 0),
 			awaitGroupLoaded("nogroup-" + run),
@@ -412,6 +414,7 @@ func diffSequences(run string) []diffSequence {
 			}, versions: func(lo, hi int16) []int16 { return []int16{3} }},
 			{name: "add offsets with a fenced epoch", req: addOffsetsReq(txnID, group, 3)},
 			{name: "add offsets", req: addOffsetsReq(txnID, group, 0), versions: newest},
+			{name: "txn offset commit after AddOffsetsToTxn", req: txnOffsetCommitReq(txnID, group, idem, false), versions: oldest},
 			{name: "describe the transaction with the offsets", req: func(s *diffSide, v int16) kmsg.Request {
 				r := kmsg.NewPtrDescribeTransactionsRequest()
 				r.TransactionalIDs = []string{txnID}
@@ -441,6 +444,8 @@ func diffSequences(run string) []diffSequence {
 		{name: "consumer groups", steps: consumerGroupDiffSteps(run)},
 		{name: "admin", steps: adminDiffSteps(run)},
 		{name: "sasl on plaintext", steps: saslOnPlaintextSteps()},
+		{name: "api versions", steps: apiVersionsSteps()},
+		{name: "list config resources", steps: listConfigResourcesSteps(run)},
 	}
 }
 
@@ -473,17 +478,9 @@ func txnV2Steps(run string) []diffStep {
 				return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code
 			}},
 		{name: "produce v12 joins the transaction", req: txnProduce(0, 0), versions: atVersion(12)},
-		{name: "txn offset commit v5 without AddOffsetsToTxn", req: func(s *diffSide, v int16) kmsg.Request {
-			r := kmsg.NewPtrTxnOffsetCommitRequest()
-			r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = id, group, s.producerID, s.epoch, -1
-			t := kmsg.NewTxnOffsetCommitRequestTopic()
-			t.Topic = topic
-			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-			p.Partition, p.Offset, p.LeaderEpoch = 0, 1, -1
-			t.Partitions = append(t.Partitions, p)
-			r.Topics = append(r.Topics, t)
-			return r
-		}, versions: atVersion(5)},
+		{name: "txn offset commit v5 without AddOffsetsToTxn", req: txnOffsetCommitReq(id, group, topic, false), versions: atVersion(5)},
+		{name: "txn offset commit v6, the topic by id", req: txnOffsetCommitReq(id, group, topic, false), versions: atVersion(6)},
+		{name: "txn offset commit v6, an unknown topic id", req: txnOffsetCommitReq(id, group, topic, true), versions: atVersion(6)},
 		{name: "describe the open transaction", req: describe, versions: newest, ignore: startTime,
 			normalize: func(resp kmsg.Response) {
 				for _, st := range resp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
@@ -561,6 +558,26 @@ func offsetCommitReq(group, topic string, who func(*diffSide) (member string, ge
 			p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = first+int32(i), off, -1, meta
 			t.Partitions = append(t.Partitions, p)
 		}
+		r.Topics = append(r.Topics, t)
+		return r
+	}
+}
+
+// txnOffsetCommitReq commits offset 1 of topic's partition 0 for group in
+// transaction id, naming the topic by name and id (v6+ use the id; a
+// made-up one if unknownID).
+func txnOffsetCommitReq(id, group, topic string, unknownID bool) func(*diffSide, int16) kmsg.Request {
+	return func(s *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrTxnOffsetCommitRequest()
+		r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = id, group, s.producerID, s.epoch, -1
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic, t.TopicID = topic, s.topicIDs[topic]
+		if unknownID {
+			t.TopicID = [16]byte{0xde, 0xad}
+		}
+		p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = 0, 1, -1
+		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		return r
 	}

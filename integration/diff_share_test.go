@@ -147,13 +147,13 @@ func shareSteps(run string) []diffStep {
 				return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode == 0
 			}},
 		{name: "heartbeat without topics at epoch 0", req: shareHeartbeatReq(group, shareMemberID, 0), versions: newest},
-		{name: "heartbeat with an empty member id", req: shareHeartbeatReq(group, "", 0, topic), versions: newest},
-		{name: "heartbeat of an unknown member", req: shareHeartbeatReq(group, "unknown", 3), versions: newest},
+		{name: "heartbeat with an empty member id", req: shareHeartbeatReq(group, "", 0, topic)},
+		{name: "heartbeat of an unknown member", req: shareHeartbeatReq(group, "unknown", 3)},
 		{name: "join", req: shareHeartbeatReq(group, shareMemberID, 0, topic), after: rememberShareEpoch, versions: newest, ignore: assignment},
 		{name: "heartbeat at a future epoch", req: shareHeartbeatReq(group, shareMemberID, 99), versions: newest},
 		{name: "heartbeat at the epoch", req: shareHeartbeatReq(group, shareMemberID, -2), after: rememberShareEpoch, versions: newest, ignore: initialized},
 		{name: "describe", req: shareDescribeReq(group), versions: newest, ignore: initialized},
-		{name: "describe unknown group", req: shareDescribeReq(missing), versions: newest},
+		{name: "describe unknown group", req: shareDescribeReq(missing)},
 		{name: "share fetch, session not opened", req: shareFetchReq(group, shareMemberID, topic, 1), versions: newest},
 		// Kafka initializes a share-partition's state asynchronously after
 		// the assignment names it: until then its answers to these two
@@ -161,17 +161,17 @@ func shareSteps(run string) []diffStep {
 		// match kbroker's. The top-level answer is compared.
 		{name: "share fetch, unknown member", req: shareFetchReq(group, "unknown", topic, 0), versions: newest,
 			ignore: shareInitTiming},
-		{name: "share fetch, unknown topic", req: shareFetchReq(group, shareMemberID, missing, 0), versions: newest},
+		{name: "share fetch, unknown topic", req: shareFetchReq(group, shareMemberID, missing, 0)},
 		{name: "share acknowledge, no session", req: shareAckReq(group, shareMemberID, topic, 1, 0, 0, 1), versions: newest,
 			ignore: shareInitTiming},
-		{name: "share acknowledge, bad type", req: shareAckReq(group, shareMemberID, topic, 1, 0, 0, 9), versions: newest},
+		{name: "share acknowledge, bad type", req: shareAckReq(group, shareMemberID, topic, 1, 0, 0, 9)},
 		{name: "describe share offsets", req: describeShareOffsetsReq(group, topic), versions: newest,
 			ignore: regexp.MustCompile(`(StartOffset|Lag)$`)},
-		{name: "describe share offsets, unknown group", req: describeShareOffsetsReq(missing, topic), versions: newest},
+		{name: "describe share offsets, unknown group", req: describeShareOffsetsReq(missing, topic)},
 		{name: "alter share offsets of a group with members", req: alterShareOffsetsReq(group, topic, 0), versions: newest},
 		{name: "delete share offsets of a group with members", req: deleteShareOffsetsReq(group, topic), versions: newest},
 		{name: "leave", req: shareHeartbeatReq(group, shareMemberID, -1), versions: newest},
-		{name: "alter share offsets, unknown topic", req: alterShareOffsetsReq(group, missing, 0), versions: newest},
-		{name: "delete share offsets, unknown group", req: deleteShareOffsetsReq(missing, topic), versions: newest},
+		{name: "alter share offsets, unknown topic", req: alterShareOffsetsReq(group, missing, 0)},
+		{name: "delete share offsets, unknown group", req: deleteShareOffsetsReq(missing, topic)},
 	}
 }

@@ -49,14 +49,14 @@ func streamsDiffSteps(run string) []diffStep {
 	return []diffStep{
 		awaitCoordinator(group, 0),
 		awaitGroupLoaded(group),
-		{name: "streams join without member id", req: join(""), versions: newest},
+		{name: "streams join without member id", req: join("")},
 		// The share sequence may or may not have made its group yet: the
 		// request check comes first either way.
 		{name: "streams join without member id, a share group's id", req: joinAs(shareGroup, ""), versions: newest},
 		{name: "streams describe unknown group", req: describe(group)},
 		{name: "streams join, source topic missing", req: join("m1"), versions: newest},
 		{name: "streams heartbeat ahead of the member epoch", req: beat("m1", 99), versions: newest},
-		{name: "streams heartbeat unknown member", req: beat("m2", 1), versions: newest},
+		{name: "streams heartbeat unknown member", req: beat("m2", 1)},
 		// Within the initial rebalance delay: group epoch 2, the member
 		// at the empty target of epoch 1.
 		{name: "streams describe", req: describe(group)},

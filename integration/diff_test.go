@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -40,6 +41,11 @@ const diffKafkaEnv = "KBROKER_DIFF_KAFKA"
 var diffIgnore = regexp.MustCompile(`(^|\.)(ThrottleMillis|ErrorMessage|TopicID(\.\d+)?|ClusterID|Host|Port|Rack|` +
 	`ProducerID|MemberID|LeaderID|UnknownTags|SessionID|ClusterAuthorizedOperations|` +
 	`TopicAuthorizedOperations|AuthorizedOperations|ControllerID|LogAppendTime)$`)
+
+// servedFrom are the versions below which a key is listed in ApiVersions
+// but not served: Kafka 4 lists Produce from v0 and closes the connection
+// below v3 (KAFKA-18659), and kbroker does the same.
+var servedFrom = map[int16]int16{int16(kmsg.Produce): 3}
 
 // diffConn is one connection that sends a request at an exact version and
 // decodes the response: kgo would pick versions itself.
@@ -137,6 +143,8 @@ type diffSide struct {
 	topicIDs   map[string][16]byte // from CreateTopics responses
 	// fetchSession is the id of the fetch session a step opened.
 	fetchSession int32
+	// sent records each API key's versions sent to this side.
+	sent map[int16]map[int16]bool
 }
 
 // flatten turns a response into path → value, for field-by-field
@@ -226,6 +234,10 @@ func describeBatches(b []byte) string {
 // newest is a step's versions when only the newest both brokers serve
 // matters.
 func newest(lo, hi int16) []int16 { return []int16{hi} }
+
+// oldest is a step's versions when only the oldest both brokers serve
+// matters (the newest is sent by another step).
+func oldest(lo, hi int16) []int16 { return []int16{lo} }
 
 // atVersion is a step's versions when only v is sent.
 func atVersion(v int16) func(lo, hi int16) []int16 {
@@ -370,23 +382,34 @@ func TestDiffKafka(t *testing.T) {
 		{name: "kbroker", conn: dialDiff(t, kb.Addr()), topicIDs: map[string][16]byte{}},
 		{name: "kafka", conn: dialDiff(t, kafka), topicIDs: map[string][16]byte{}},
 	}
-	for _, s := range sides {
+	listed := make([]map[int16][2]int16, len(sides))
+	for i, s := range sides {
 		resp, err := s.conn.do(kmsg.NewPtrApiVersionsRequest(), 0)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		s.versions = map[int16][2]int16{}
+		s.versions, listed[i] = map[int16][2]int16{}, map[int16][2]int16{}
 		for _, k := range resp.(*kmsg.ApiVersionsResponse).ApiKeys {
-			s.versions[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+			listed[i][k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+			s.versions[k.ApiKey] = [2]int16{max(k.MinVersion, servedFrom[k.ApiKey]), k.MaxVersion}
 		}
 	}
+	checkAPIVersions(t, listed[0], listed[1])
 	run := fmt.Sprintf("d%d", time.Now().UnixNano()%1e9) // fresh names on a reused Kafka
-	for _, seq := range diffSequences(run) {
+	seqs, ran := diffSequences(run), 0
+	for _, seq := range seqs {
 		t.Run(seq.name, func(t *testing.T) {
+			ran++
 			for _, st := range seq.steps {
 				runDiffStep(t, sides, st)
 			}
 		})
+	}
+	// Item 3 of issue 14: every API at its oldest and newest version.
+	if ran == len(seqs) && !t.Failed() {
+		for _, s := range unsentVersions(sides[0], sides[1]) {
+			t.Errorf("no step sends %s", s)
+		}
 	}
 }
 
@@ -423,6 +446,7 @@ func runDiffStep(t *testing.T, sides []*diffSide, st diffStep) {
 	for _, v := range versions {
 		got := make([]map[string]string, len(sides))
 		for i, s := range sides {
+			s.recordSent(key, v)
 			resp := doDiff(t, s, st, v)
 			if st.after != nil {
 				st.after(s, resp)
@@ -608,4 +632,43 @@ func TestDiffCompare(t *testing.T) {
 			t.Errorf("diffs %q lack %q", joined, want)
 		}
 	}
+}
+
+// recordSent notes that key was sent at v.
+func (s *diffSide) recordSent(key, v int16) {
+	if s.sent == nil {
+		s.sent = map[int16]map[int16]bool{}
+	}
+	if s.sent[key] == nil {
+		s.sent[key] = map[int16]bool{}
+	}
+	s.sent[key][v] = true
+}
+
+// unsentVersions lists, for every API both sides serve, the oldest and
+// newest common version (capped at what kmsg encodes) that no step sent.
+func unsentVersions(kb, kafka *diffSide) []string {
+	var out []string
+	for key, r := range kb.versions {
+		o, ok := kafka.versions[key]
+		if !ok {
+			continue
+		}
+		lo, hi := max(r[0], o[0]), min(r[1], o[1])
+		if req := kmsg.RequestForKey(key); req == nil {
+			continue
+		} else if hi > req.MaxVersion() {
+			hi = req.MaxVersion()
+		}
+		if lo > hi {
+			continue
+		}
+		for _, v := range []int16{lo, hi} {
+			if !kb.sent[key][v] {
+				out = append(out, fmt.Sprintf("%s v%d", kmsg.NameForKey(key), v))
+			}
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
 }
