@@ -28,6 +28,13 @@ package broker
 //
 // Fetch sessions (KIP-227, v7+) are in fetch_session.go.
 //
+// The response's shape follows Kafka's: a partition named twice is
+// answered once, where it was first named, for its last naming; the
+// partitions read come first and those refused before reading (unknown
+// topics and partitions, denied topics) after them, and neighbouring
+// partitions of one topic share one topic entry. LastFetchedEpoch (v12+)
+// is checked for consumers as for followers (diverges).
+//
 // Differences from Kafka: batches are never cut mid-batch. An isolation
 // level other than 0 and 1 reads as read_uncommitted (Kafka fails the
 // request).
@@ -42,6 +49,7 @@ import (
 
 	"github.com/kbroker/kbroker/partition"
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/topic"
 )
 
 // defaultFetchCopyThreshold is the range size below which fetch data is
@@ -108,13 +116,21 @@ const maxPooledRanges = 1 << 16
 
 // fetchPart is one requested partition.
 type fetchPart struct {
-	topic    int // index into plan.topics
+	// topic and topicID name the partition's topic in the response.
+	topic    string
+	topicID  [16]byte
 	key      sessionKey
 	index    int32
 	p        *partition.Partition
 	errCode  int16
 	offset   int64
 	maxBytes int64
+	// lastFetched is the request's LastFetchedEpoch (v12+; -1: none).
+	lastFetched int32
+	// late marks a partition refused before any read (an unknown topic
+	// or partition, a denied topic), which Kafka answers after those it
+	// read (KafkaApis.handleFetchRequest's erroneous list).
+	late bool
 	// lastEnd is the end of what the last read could see: the high
 	// watermark, or the last stable offset for read_committed. A parked
 	// fetch waits for it to move.
@@ -135,9 +151,12 @@ type fetchPlan struct {
 	minBytes int64
 	// committed is isolation level read_committed (v4+).
 	committed bool
-	topics    []protocol.FetchTopic
-	parts     []fetchPart
-	sr        sessionRequest
+	// topics are the response's, built from parts by assembleFetch.
+	topics []protocol.FetchTopic
+	parts  []fetchPart
+	// seen is mayRepeat's scratch for fetches of many topics.
+	seen map[sessionKey]struct{}
+	sr   sessionRequest
 	// listener is the index of the listener the fetch came on, for the
 	// endpoints of a simulated cluster's leader hints.
 	listener int
@@ -257,14 +276,19 @@ func (plan *fetchPlan) waitable() bool {
 // reset empties the plan for the next fetch, keeping its arrays (and the
 // partition arrays of its topics) but nothing they pointed to.
 func (plan *fetchPlan) reset() {
+	plan.clearTopics()
+	clear(plan.parts)
+	plan.parts = plan.parts[:0]
+	*plan = fetchPlan{topics: plan.topics, parts: plan.parts, seen: plan.seen}
+}
+
+// clearTopics empties the response's topics, keeping their arrays.
+func (plan *fetchPlan) clearTopics() {
 	for i := range plan.topics {
 		clear(plan.topics[i].Partitions)
 		plan.topics[i] = protocol.FetchTopic{Partitions: plan.topics[i].Partitions[:0]}
 	}
 	plan.topics = plan.topics[:0]
-	clear(plan.parts)
-	plan.parts = plan.parts[:0]
-	*plan = fetchPlan{topics: plan.topics, parts: plan.parts}
 }
 
 // addTopic appends ft to the plan's topics, reusing the partition array of
@@ -315,30 +339,42 @@ func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchR
 		if errCode != kerr.UnknownTopicID.Code && !b.allowed(c, opRead, resTopic, ft.Topic) {
 			errCode = kerr.TopicAuthorizationFailed.Code
 		}
-		ti := len(plan.topics)
-		plan.addTopic(ft)
 		for _, rp := range rt.Partitions {
-			fp := fetchPart{topic: ti, key: keyFor(req.Version, rt, rp.Partition), index: rp.Partition,
-				offset: rp.FetchOffset, maxBytes: int64(rp.PartitionMaxBytes), errCode: errCode}
+			fp := fetchPart{topic: ft.Topic, topicID: ft.TopicID, key: keyFor(req.Version, rt, rp.Partition), index: rp.Partition,
+				offset: rp.FetchOffset, maxBytes: int64(rp.PartitionMaxBytes), errCode: errCode, lastFetched: -1}
+			if req.Version >= 12 {
+				fp.lastFetched = rp.LastFetchedEpoch
+			}
 			if code, ok := c.injected(ft.Topic, rp.Partition); ok {
 				fp.errCode = code
 				plan.parts = append(plan.parts, fp)
 				continue
 			}
+			var p *partition.Partition
+			if errCode == 0 {
+				p = b.store.Partition(id, rp.Partition)
+			}
 			switch {
 			case errCode != 0:
+				fp.late = true
+			case p == nil:
+				fp.errCode, fp.late = kerr.UnknownTopicOrPartition.Code, true
 			case !consumer:
+				// A replica this broker does not have (one node: any
+				// follower), answered as Kafka's Partition.fetchRecords
+				// does, with the leader from v16 (KIP-951).
 				fp.errCode = kerr.NotLeaderForPartition.Code
-			default:
-				fp.p = b.store.Partition(id, rp.Partition)
-				if fp.p != nil {
-					// Before the leader check as before the read: a leader
-					// move counts as a change (fetch_session.go).
-					fp.version = fp.p.Changes()
+				if req.Version >= 16 {
+					fp.leader.HasCurrentLeader, fp.leader.CurrentLeaderID = true, b.cfg.NodeID
+					if b.nodes != nil {
+						fp.leader.CurrentLeaderID, fp.leader.CurrentLeaderEpoch = b.nodes.leader(topic.ID(id), rp.Partition)
+					}
 				}
-				if fp.p == nil {
-					fp.errCode = kerr.UnknownTopicOrPartition.Code
-				} else if b.nodes != nil {
+			default:
+				// Before the leader check as before the read: a leader
+				// move counts as a change (fetch_session.go).
+				fp.p, fp.version = p, p.Changes()
+				if b.nodes != nil {
 					fp.errCode = c.fetchLeaderCode(&fp, id, rp.Partition, rp.CurrentLeaderEpoch, req.Version)
 				} else if rp.CurrentLeaderEpoch > 0 {
 					// The only leader epoch here is 0: a newer one is from
@@ -349,6 +385,84 @@ func (b *Broker) planFetch(c *conn, req *kmsg.FetchRequest, topics []kmsg.FetchR
 			plan.parts = append(plan.parts, fp)
 		}
 	}
+	if plan.mayRepeat(req.Version, topics) {
+		plan.dedupe()
+	}
+}
+
+// maxScannedPartition bounds the partition numbers mayRepeat checks with
+// its bit set; a larger one sends the fetch to dedupe.
+const maxScannedPartition = 1 << 12
+
+// mayRepeat reports whether topics may name a partition twice: false is
+// certain. It allocates nothing for partition numbers below
+// maxScannedPartition and up to 16 topics (more use plan.seen, kept from
+// one fetch to the next).
+func (plan *fetchPlan) mayRepeat(version int16, topics []kmsg.FetchRequestTopic) bool {
+	var bits [maxScannedPartition / 64]uint64
+	for i := range topics {
+		parts := topics[i].Partitions
+		repeat := false
+		n := 0
+		for ; n < len(parts) && !repeat; n++ {
+			p := parts[n].Partition
+			w, m := p>>6, uint64(1)<<(p&63)
+			repeat = p < 0 || p >= maxScannedPartition || bits[w]&m != 0
+			if !repeat {
+				bits[w] |= m
+			}
+		}
+		for _, rp := range parts[:n] {
+			if p := rp.Partition; p >= 0 && p < maxScannedPartition {
+				bits[p>>6] = 0
+			}
+		}
+		if repeat {
+			return true
+		}
+	}
+	if len(topics) <= 16 {
+		for i := range topics {
+			for j := range i {
+				if keyFor(version, &topics[i], 0) == keyFor(version, &topics[j], 0) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if plan.seen == nil {
+		plan.seen = make(map[sessionKey]struct{}, len(topics))
+	}
+	defer clear(plan.seen)
+	for i := range topics {
+		k := keyFor(version, &topics[i], 0)
+		if _, ok := plan.seen[k]; ok {
+			return true
+		}
+		plan.seen[k] = struct{}{}
+	}
+	return false
+}
+
+// dedupe answers a partition the request names more than once once, at
+// the place of its first naming, with what its last naming asks: Kafka
+// reads a fetch's partitions into a LinkedHashMap
+// (FetchRequest.fetchData). Malformed requests only: it may allocate.
+func (plan *fetchPlan) dedupe() {
+	at := make(map[sessionKey]int, len(plan.parts))
+	kept := plan.parts[:0]
+	for i := range plan.parts {
+		fp := plan.parts[i]
+		if j, ok := at[fp.key]; ok {
+			kept[j] = fp
+			continue
+		}
+		at[fp.key] = len(kept)
+		kept = append(kept, fp)
+	}
+	clear(plan.parts[len(kept):])
+	plan.parts = kept
 }
 
 // readFetch reads every partition of the plan into fr under the byte
@@ -366,7 +480,11 @@ func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
 			HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1,
 			HasCurrentLeader: fp.leader.HasCurrentLeader, CurrentLeaderID: fp.leader.CurrentLeaderID,
 			CurrentLeaderEpoch: fp.leader.CurrentLeaderEpoch}
-		if fp.errCode == 0 {
+		if fp.errCode == 0 && fp.lastFetched >= 0 && b.diverges(fp, &out) {
+			// Answered without a read, at once as an error is (Kafka's
+			// hasDivergingEpoch completes the fetch).
+			anyErr = true
+		} else if fp.errCode == 0 {
 			limit := min(fp.maxBytes, remaining)
 			start := len(fr.ranges)
 			var res partition.ReadResult
@@ -412,6 +530,38 @@ func (b *Broker) readFetch(plan *fetchPlan, fr *fetchResult) (int64, bool) {
 	return total, anyErr
 }
 
+// diverges checks a partition's LastFetchedEpoch (v12+) as Kafka's
+// Partition.readRecords does, for consumers too: an epoch the leader
+// cannot place is OFFSET_OUT_OF_RANGE, as is a fetch offset below the log
+// start; when the epoch ended before the fetch offset, or the leader knows
+// only older epochs, the answer is that epoch's end (DivergingEpoch) and
+// no records. It reports whether it answered the partition into out. One
+// node's only epoch is 0 (LeaderEpochFileCache.endOffsetFor: epoch 0 ends
+// at the log end, a newer one is unknown); a simulated cluster's are its
+// moves'.
+func (b *Broker) diverges(fp *fetchPart, out *protocol.FetchPartition) bool {
+	p := fp.p
+	hw, lso, logStart, logEnd := p.HighWatermark(), p.LastStableOffset(), p.LogStartOffset(), p.LogEndOffset()
+	epoch, end := int32(-1), int64(-1)
+	switch {
+	case b.nodes != nil:
+		epoch, end = b.nodes.endOffsetFor(partKey{topic.ID(p.TopicID()), fp.index}, fp.lastFetched, logStart, logEnd)
+	case fp.lastFetched == 0:
+		epoch, end = 0, logEnd
+	}
+	switch {
+	case epoch < 0 || end < 0 || fp.offset < logStart:
+		out.ErrorCode = kerr.OffsetOutOfRange.Code
+	case epoch < fp.lastFetched || end < fp.offset:
+		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = hw, lso, logStart
+		out.HasDivergingEpoch, out.DivergingEpoch, out.DivergingEndOffset = true, epoch, end
+	default:
+		return false
+	}
+	fp.lastEnd = hw
+	return true
+}
+
 // abortedFor lists the aborted transactions of the range a read_committed
 // read returned, from the fetch offset to the end of its last batch, in a
 // sub-slice of f.aborted; never nil, so that the response carries an empty
@@ -439,34 +589,62 @@ func (f *fetchResult) abortedFor(p *partition.Partition, offset int64, res parti
 // watermarks are remembered in the session. It reports whether anything
 // is included.
 func (b *Broker) assembleFetch(plan *fetchPlan, fr *fetchResult) bool {
-	for i := range plan.topics {
-		plan.topics[i].Partitions = plan.topics[i].Partitions[:0]
-	}
+	plan.clearTopics()
 	s := plan.sr.session
 	if s != nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 	}
 	news := false
-	for i := range plan.parts {
-		fp := &plan.parts[i]
-		o := fp.out
-		if s != nil {
-			sp := s.parts[fp.key]
-			if sp != nil {
-				changed := !sp.sent || o.ErrorCode != 0 || len(o.Ranges) > 0 ||
-					sp.hw != o.HighWatermark || sp.lso != o.LastStableOffset || sp.logStart != o.LogStartOffset
-				s.record(sp, fp)
-				if plan.sr.incremental && !changed {
-					continue
+	// As Kafka: the partitions read first, then those refused before
+	// reading, each group in request order.
+	for _, late := range [2]bool{false, true} {
+		for i := range plan.parts {
+			fp := &plan.parts[i]
+			if fp.late != late {
+				continue
+			}
+			o := fp.out
+			if s != nil {
+				sp := s.parts[fp.key]
+				if sp != nil {
+					changed := !sp.sent || o.ErrorCode != 0 || len(o.Ranges) > 0 || o.HasDivergingEpoch ||
+						sp.hw != o.HighWatermark || sp.lso != o.LastStableOffset || sp.logStart != o.LogStartOffset
+					s.record(sp, fp)
+					if plan.sr.incremental && !changed {
+						continue
+					}
 				}
 			}
+			news = true
+			plan.answer(i)
 		}
-		news = true
-		t := &plan.topics[fp.topic]
-		t.Partitions = append(t.Partitions, o)
 	}
 	return news
+}
+
+// answer adds the answer of plan.parts[i] to the response, in the last
+// topic when that is its: Kafka groups neighbouring partitions of one
+// topic into one topic entry, whichever request topics named them
+// (FetchResponse.toMessage).
+func (plan *fetchPlan) answer(i int) {
+	fp := &plan.parts[i]
+	n := len(plan.topics)
+	if n == 0 || plan.topics[n-1].Topic != fp.topic || plan.topics[n-1].TopicID != fp.topicID {
+		plan.addTopic(protocol.FetchTopic{Topic: fp.topic, TopicID: fp.topicID})
+		n++
+		if t := &plan.topics[n-1]; cap(t.Partitions) == 0 {
+			// One allocation for the run of this topic's partitions
+			// that follows, rather than growing by appends.
+			run := 1
+			for run < len(plan.parts)-i && plan.parts[i+run].topic == fp.topic && plan.parts[i+run].topicID == fp.topicID {
+				run++
+			}
+			t.Partitions = make([]protocol.FetchPartition, 0, run)
+		}
+	}
+	t := &plan.topics[n-1]
+	t.Partitions = append(t.Partitions, fp.out)
 }
 
 // parkFetch waits until the end of what a partition's last read could see
@@ -620,8 +798,9 @@ func (b *Broker) sessionSkips(c *conn) bool {
 }
 
 // encodeFetch builds the response frame; the writer patches in the
-// correlation id. Topics left without partitions (incremental sessions)
-// are dropped.
+// correlation id. A topic without partitions to answer (a request topic
+// naming none, or in an incremental session none changed) is left out, as
+// in Kafka.
 func (b *Broker) encodeFetch(req *kmsg.FetchRequest, st *fetchState, fr *fetchResult) {
 	plan := &st.plan
 	b.countFetch(plan)
@@ -629,12 +808,7 @@ func (b *Broker) encodeFetch(req *kmsg.FetchRequest, st *fetchState, fr *fetchRe
 	if plan.sr.session != nil {
 		resp.SessionID = plan.sr.session.id
 	}
-	resp.Topics = st.respTopics[:0]
-	for _, t := range plan.topics {
-		if len(t.Partitions) > 0 || !plan.sr.incremental {
-			resp.Topics = append(resp.Topics, t)
-		}
-	}
+	resp.Topics = append(st.respTopics[:0], plan.topics...)
 	st.respTopics = resp.Topics
 	if b.nodes != nil {
 		resp.NodeEndpoints = b.fetchNodeEndpoints(plan)

@@ -23,7 +23,8 @@ package broker
 // is UNSUPPORTED_VERSION (ReplicaManager's
 // isListOffsetsTimestampUnsupported); a partition named twice, or an
 // isolation level other than 0 and 1, is INVALID_REQUEST (Kafka's
-// duplicatePartitions). The leader epoch is always 0: LeaderEpoch is 0
+// duplicatePartitions), answered once: as Kafka, the answer names each
+// partition once and each topic once (mergeListOffsets). The leader epoch is always 0: LeaderEpoch is 0
 // whenever an offset is found, and a CurrentLeaderEpoch above 0 is
 // UNKNOWN_LEADER_EPOCH, below -1 FENCED_LEADER_EPOCH
 // (Partition.checkCurrentLeaderEpoch). ReplicaID is not checked (one node,
@@ -85,7 +86,59 @@ func (b *Broker) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (resul
 			}
 		}
 	}
+	if dups != nil || listOffsetsTopicsRepeat(req) {
+		resp.Topics = mergeListOffsets(resp.Topics)
+	}
 	return respond(resp)
+}
+
+// mergeListOffsets answers each topic once and each of its partitions
+// once, as Kafka does: it collects the answers in a map by partition and
+// groups them by topic (ReplicaManager.fetchOffset). The first answer of
+// a partition is kept; a partition named twice is INVALID_REQUEST at
+// each naming anyway. Malformed requests only: it allocates.
+func mergeListOffsets(topics []kmsg.ListOffsetsResponseTopic) []kmsg.ListOffsetsResponseTopic {
+	at := make(map[string]int, len(topics))
+	seen := make(map[listOffsetsKey]bool)
+	out := topics[:0]
+	for _, t := range topics {
+		i, ok := at[t.Topic]
+		if !ok {
+			i = len(out)
+			at[t.Topic] = i
+			out = append(out, kmsg.ListOffsetsResponseTopic{Topic: t.Topic})
+		}
+		for _, p := range t.Partitions {
+			if k := (listOffsetsKey{t.Topic, p.Partition}); !seen[k] {
+				seen[k] = true
+				out[i].Partitions = append(out[i].Partitions, p)
+			}
+		}
+	}
+	return out
+}
+
+// listOffsetsTopicsRepeat reports whether a ListOffsets request names a
+// topic twice (allocating nothing for up to 32 topics).
+func listOffsetsTopicsRepeat(req *kmsg.ListOffsetsRequest) bool {
+	if len(req.Topics) <= 32 {
+		for i := range req.Topics {
+			for j := range i {
+				if req.Topics[i].Topic == req.Topics[j].Topic {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[string]bool, len(req.Topics))
+	for i := range req.Topics {
+		if seen[req.Topics[i].Topic] {
+			return true
+		}
+		seen[req.Topics[i].Topic] = true
+	}
+	return false
 }
 
 // listOffset answers one partition; p may be nil (no such partition).

@@ -102,8 +102,9 @@ func TestListOffsets(t *testing.T) {
 }
 
 // TestListOffsetsRequestErrors: duplicates and a bad isolation level are
-// INVALID_REQUEST; without transactions READ_COMMITTED answers like
-// READ_UNCOMMITTED.
+// INVALID_REQUEST, a partition named twice answered once and a topic
+// named twice in one entry, as Kafka answers them; without transactions
+// READ_COMMITTED answers like READ_UNCOMMITTED.
 func TestListOffsetsRequestErrors(t *testing.T) {
 	srv := newTestServer(t, nil)
 	dataTopic(t, srv, "t", 2, nil)
@@ -119,9 +120,26 @@ func TestListOffsetsRequestErrors(t *testing.T) {
 	for _, p := range resp.Topics[0].Partitions {
 		got = append(got, fmt.Sprintf("%d:%v:%d", p.Partition, kerr.ErrorForCode(p.ErrorCode), p.Offset))
 	}
-	want := fmt.Sprintf("[0:%v:-1 0:%v:-1 1:<nil>:0]", kerr.InvalidRequest, kerr.InvalidRequest)
-	if fmt.Sprint(got) != want {
-		t.Fatalf("got %v, want %v", got, want)
+	want := fmt.Sprintf("[0:%v:-1 1:<nil>:0]", kerr.InvalidRequest)
+	if len(resp.Topics) != 1 || fmt.Sprint(got) != want {
+		t.Fatalf("%d topics, got %v, want one with %v", len(resp.Topics), got, want)
+	}
+
+	// The topic twice, partition 1 then 0 and 0 again: one topic, each
+	// partition once, 0 refused as named twice.
+	twice := listOffsetsReq(7, "t", 1, -1)
+	again := listOffsetsReq(7, "t", 0, -1).Topics[0]
+	twice.Topics = append(twice.Topics, again, again)
+	resp = w.do(twice).(*kmsg.ListOffsetsResponse)
+	got = got[:0]
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			got = append(got, fmt.Sprintf("%s/%d:%v:%d", rt.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode), p.Offset))
+		}
+	}
+	want = fmt.Sprintf("[t/1:<nil>:0 t/0:%v:-1]", kerr.InvalidRequest)
+	if len(resp.Topics) != 1 || fmt.Sprint(got) != want {
+		t.Fatalf("topic twice: %d topics, got %v, want one with %v", len(resp.Topics), got, want)
 	}
 
 	committed := listOffsetsReq(7, "t", 0, -1)

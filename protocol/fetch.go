@@ -37,6 +37,12 @@ type FetchPartition struct {
 	// possibly empty, otherwise (read_committed).
 	AbortedTransactions  []AbortedTransaction
 	PreferredReadReplica int32
+	// HasDivergingEpoch adds DivergingEpoch (v12+, tagged): the end of
+	// the leader epoch a fetch's LastFetchedEpoch names, where the log
+	// diverges from what the fetcher has (KIP-595).
+	HasDivergingEpoch  bool
+	DivergingEpoch     int32
+	DivergingEndOffset int64
 	// HasCurrentLeader adds CurrentLeader (v12+, tagged): the leader id
 	// and epoch a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH partition
 	// should go to (KIP-951).
@@ -167,14 +173,29 @@ func EncodeFetchResponse(f *FetchFrame, correlationID int32, r *FetchResponse) {
 				f.Splices = append(f.Splices, Splice{At: len(b), Range: rg})
 			}
 			rangesLen += n
-			if flex && p.HasCurrentLeader {
-				// One tagged field: CurrentLeader (tag 1), 9 bytes.
-				b = append(b, 1, 1, 9)
-				b = binary.BigEndian.AppendUint32(b, uint32(p.CurrentLeaderID))
-				b = binary.BigEndian.AppendUint32(b, uint32(p.CurrentLeaderEpoch))
-				b = append(b, 0)
-			} else if flex {
-				b = append(b, 0) // partition tagged fields: none
+			if flex {
+				// Tagged fields in tag order: DivergingEpoch (tag 0, 13
+				// bytes), CurrentLeader (tag 1, 9 bytes).
+				tags := byte(0)
+				if p.HasDivergingEpoch {
+					tags++
+				}
+				if p.HasCurrentLeader {
+					tags++
+				}
+				b = append(b, tags)
+				if p.HasDivergingEpoch {
+					b = append(b, 0, 13)
+					b = binary.BigEndian.AppendUint32(b, uint32(p.DivergingEpoch))
+					b = binary.BigEndian.AppendUint64(b, uint64(p.DivergingEndOffset))
+					b = append(b, 0)
+				}
+				if p.HasCurrentLeader {
+					b = append(b, 1, 9)
+					b = binary.BigEndian.AppendUint32(b, uint32(p.CurrentLeaderID))
+					b = binary.BigEndian.AppendUint32(b, uint32(p.CurrentLeaderEpoch))
+					b = append(b, 0)
+				}
 			}
 		}
 		if flex {

@@ -65,6 +65,10 @@ func TestFetchResponseMatchesKmsg(t *testing.T) {
 						kp.LogStartOffset, op.LogStartOffset = -1, -1
 					}
 					if v >= 12 && rng.IntN(3) == 0 {
+						op.HasDivergingEpoch, op.DivergingEpoch, op.DivergingEndOffset = true, rng.Int32N(100), rng.Int64()
+						kp.DivergingEpoch.Epoch, kp.DivergingEpoch.EndOffset = op.DivergingEpoch, op.DivergingEndOffset
+					}
+					if v >= 12 && rng.IntN(3) == 0 {
 						op.HasCurrentLeader, op.CurrentLeaderID, op.CurrentLeaderEpoch = true, rng.Int32N(5), rng.Int32N(100)
 						kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = op.CurrentLeaderID, op.CurrentLeaderEpoch
 					}
