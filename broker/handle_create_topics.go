@@ -29,7 +29,7 @@ package broker
 // Versions: v1 validate_only and error messages; v2 throttle; v4 -1
 // partitions and replication factor for the broker defaults (KIP-464); v5
 // flexible, with partitions, replication factor and configs of the created
-// topic (KIP-525); v6 quota errors (KIP-599, none here); v7 topic id
+// topic (KIP-525; the configs set as the request spelled them, as Kafka); v6 quota errors (KIP-599, none here); v7 topic id
 // (KIP-516).
 
 import (
@@ -219,6 +219,14 @@ func (b *Broker) createTopic(c *conn, rt *kmsg.CreateTopicsRequestTopic, validat
 		cf.Name = e.Name
 		if !e.Sensitive {
 			cf.Value = kmsg.StringPtr(e.Value)
+		}
+		if raw, ok := configs[e.Name]; ok && raw != nil && e.Source == kmsg.ConfigSourceDynamicTopicConfig {
+			// The value as the request spelled it (" 1000 ",
+			// "compact, delete"): Kafka answers its creation configs
+			// unparsed (ReplicationControlManager's
+			// computeEffectiveTopicConfigs); DescribeConfigs answers
+			// the canonical form, as here.
+			cf.Value = raw
 		}
 		cf.ReadOnly = e.ReadOnly
 		cf.Source = int8(e.Source)

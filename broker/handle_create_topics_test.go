@@ -192,6 +192,34 @@ func TestCreateTopicsValidateOnly(t *testing.T) {
 	}
 }
 
+// TestCreateTopicsConfigsAsGiven: v5+ answers the configs set as the
+// request spelled them, as Kafka 4.4 does (TestDiffKafka); the topic
+// stores and DescribeConfigs reports the canonical form.
+func TestCreateTopicsConfigsAsGiven(t *testing.T) {
+	srv := newTestServer(t, nil)
+	for _, validateOnly := range []bool{true, false} {
+		req := createTopicsReq(7, "spelled", 1, 1, map[string]string{"retention.ms": " 1000 ", "cleanup.policy": "delete, compact"})
+		req.ValidateOnly = validateOnly
+		st := adminRequest[*kmsg.CreateTopicsResponse](t, srv, req).Topics[0]
+		if st.ErrorCode != 0 {
+			t.Fatalf("validate only %t: error %d", validateOnly, st.ErrorCode)
+		}
+		got := map[string]string{}
+		for _, c := range st.Configs {
+			if c.Value != nil {
+				got[c.Name] = *c.Value
+			}
+		}
+		if got["retention.ms"] != " 1000 " || got["cleanup.policy"] != "delete, compact" || got["max.message.bytes"] != "1048588" {
+			t.Fatalf("validate only %t: configs %v", validateOnly, got)
+		}
+	}
+	tp, _ := srv.Topics().Get("spelled")
+	if v, _ := tp.Configs.Override("retention.ms"); v != "1000" {
+		t.Fatalf("stored retention.ms %q", v)
+	}
+}
+
 func TestCreateTopicsRegistryErrors(t *testing.T) {
 	srv := newTestServer(t, nil)
 	mustCreate(t, srv, "a.b", 1)

@@ -40,13 +40,20 @@ func TestDescribeConfigsTopicWithKadm(t *testing.T) {
 	if c.MaybeValue() != v || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
 		t.Fatalf("retention.ms %+v", c)
 	}
-	// Synonyms: the topic's value, then the broker's.
-	if len(c.Synonyms) != 2 || c.Synonyms[0].Key != "retention.ms" || c.Synonyms[1].Key != "log.retention.ms" ||
-		c.Synonyms[1].Value == nil || *c.Synonyms[1].Value != strconv.FormatInt(srv.Config().RetentionMs, 10) {
+	// Synonyms: the topic's value only, as Kafka: log.retention.ms has no
+	// default there (log.retention.hours has) and nobody set it.
+	if len(c.Synonyms) != 1 || c.Synonyms[0].Key != "retention.ms" {
 		t.Fatalf("synonyms %+v", c.Synonyms)
 	}
-	if c := findConfig(t, rcs[0], "cleanup.policy"); c.MaybeValue() != "delete" || c.Source == kmsg.ConfigSourceDynamicTopicConfig {
+	// Without a value of its own: the broker's, as its only synonym.
+	c = findConfig(t, rcs[0], "cleanup.policy")
+	if c.MaybeValue() != "delete" || c.Source != kmsg.ConfigSourceDefaultConfig || len(c.Synonyms) != 1 ||
+		c.Synonyms[0].Key != "log.cleanup.policy" || c.Synonyms[0].Value == nil || *c.Synonyms[0].Value != "delete" {
 		t.Fatalf("cleanup.policy %+v", c)
+	}
+	if c := findConfig(t, rcs[0], "segment.ms"); c.MaybeValue() != strconv.FormatInt(srv.Config().LogRollMs, 10) ||
+		c.Source != kmsg.ConfigSourceDefaultConfig || len(c.Synonyms) != 0 {
+		t.Fatalf("segment.ms %+v", c)
 	}
 }
 

@@ -21,6 +21,9 @@ package broker
 // Deviations from Apache Kafka:
 //   - Only the dynamic broker configs kbroker applies (see AlterConfigs).
 //   - BROKER_LOGGER and CLIENT_METRICS resources are not supported.
+//   - An unknown operation on a TOPIC resource is INVALID_REQUEST, as on
+//     the others; Kafka 4.4's controller fails on it with
+//     UNKNOWN_SERVER_ERROR (TestDiffKafka asserts the difference).
 //
 // Versions: v1 flexible.
 

@@ -446,6 +446,8 @@ func diffSequences(run string) []diffSequence {
 		{name: "sasl on plaintext", steps: saslOnPlaintextSteps()},
 		{name: "api versions", steps: apiVersionsSteps()},
 		{name: "list config resources", steps: listConfigResourcesSteps(run)},
+		{name: "fetch edges", steps: fetchEdgeSteps(run)},
+		{name: "config edges", steps: configEdgeSteps(run)},
 	}
 }
 

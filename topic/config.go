@@ -59,6 +59,12 @@ type Definition struct {
 	Applied bool
 	// Note says how kbroker differs from Kafka for this config, if it does.
 	Note string
+	// NoBrokerDefault: Synonyms[0] has no default in Kafka (log.retention.ms,
+	// log.roll.ms: Kafka derives the value from a coarser synonym or another
+	// property), so Kafka's DescribeConfigs lists no broker synonym for the
+	// config unless the operator set one (ConfigHelper.configSynonyms keeps
+	// only the synonyms from the first one of that name on).
+	NoBrokerDefault bool
 
 	// check validates a parsed value against the range or value set.
 	check func(v parsed) string
@@ -187,7 +193,8 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 		},
 		{
 			Name: "flush.ms", Type: kmsg.ConfigTypeLong, Default: maxLong,
-			Synonyms: []string{"log.flush.interval.ms", "log.flush.scheduler.interval.ms"}, Valid: "[0,...]", check: atLeast(0),
+			Synonyms: []string{"log.flush.interval.ms", "log.flush.scheduler.interval.ms"}, NoBrokerDefault: true,
+			Valid: "[0,...]", check: atLeast(0),
 			Doc:  "Force an fsync when a message has waited this long.",
 			Note: "stored and reported, not applied: durability follows the broker's flush mode (sync or async)",
 		},
@@ -231,7 +238,7 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 		},
 		{
 			Name: "max.decompressed.message.bytes", Type: kmsg.ConfigTypeInt, Default: "2147483639",
-			Valid: "[1,...]", check: atLeast(1),
+			Synonyms: []string{"max.decompressed.message.bytes"}, Valid: "[1,...]", check: atLeast(1),
 			Doc: "Largest decompressed record the broker accepts (Kafka 4.4).",
 			Note: "stored and reported, not applied: kbroker bounds what it decompresses by the batch " +
 				"(64 MiB, or 16 times max.message.bytes)",
@@ -293,12 +300,12 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 		},
 		{
 			Name: "remote.copy.lag.bytes", Type: kmsg.ConfigTypeLong, Default: "-1",
-			Valid: "[-1,...]", check: atLeast(-1),
+			Synonyms: []string{"log.remote.copy.lag.bytes"}, Valid: "[-1,...]", check: atLeast(-1),
 			Doc: "Newer local data after a segment that makes it eligible for copying to remote storage.", Note: noRemote,
 		},
 		{
 			Name: "remote.copy.lag.ms", Type: kmsg.ConfigTypeLong, Default: "0",
-			Valid: "[-1,...]", check: atLeast(-1),
+			Synonyms: []string{"log.remote.copy.lag.ms"}, Valid: "[-1,...]", check: atLeast(-1),
 			Doc: "Age of a segment's newest record that makes it eligible for copying to remote storage.", Note: noRemote,
 		},
 		{
@@ -325,8 +332,8 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 		},
 		{
 			Name: RetentionMsConfig, Type: kmsg.ConfigTypeLong, Default: "604800000",
-			Synonyms: []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"},
-			Valid:    "[-1,...]", check: atLeast(-1),
+			Synonyms: []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}, NoBrokerDefault: true,
+			Valid: "[-1,...]", check: atLeast(-1),
 			Doc:     "How long data is kept before it is deleted; -1 means no time limit.",
 			Applied: true,
 			fromDefaults: func(d *Defaults) string {
@@ -349,12 +356,14 @@ func buildDefinitions() (map[string]*Definition, []*Definition) {
 		},
 		{
 			Name: "segment.jitter.ms", Type: kmsg.ConfigTypeLong, Default: "0",
-			Synonyms: []string{"log.roll.jitter.ms", "log.roll.jitter.hours"}, Valid: "[0,...]", check: atLeast(0),
+			Synonyms: []string{"log.roll.jitter.ms", "log.roll.jitter.hours"}, NoBrokerDefault: true,
+			Valid: "[0,...]", check: atLeast(0),
 			Doc: "Random jitter subtracted from segment.ms.", Note: noSegments,
 		},
 		{
 			Name: SegmentMsConfig, Type: kmsg.ConfigTypeLong, Default: "604800000",
-			Synonyms: []string{"log.roll.ms", "log.roll.hours"}, Valid: "[1,...]", check: atLeast(1),
+			Synonyms: []string{"log.roll.ms", "log.roll.hours"}, NoBrokerDefault: true,
+			Valid: "[1,...]", check: atLeast(1),
 			Doc: "Time after which a partition rolls to a new segment.", Note: segmentNote,
 			fromDefaults: func(d *Defaults) string { return strconv.FormatInt(d.SegmentMs, 10) },
 		},

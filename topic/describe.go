@@ -44,7 +44,9 @@ type ConfigSynonym struct {
 // value and source, as Kafka's ConfigHelper.createTopicConfigEntry: the
 // topic's own value (DYNAMIC_TOPIC_CONFIG) comes first, then the broker
 // property it inherits from (STATIC_BROKER_CONFIG when the operator set it,
-// DEFAULT_CONFIG otherwise); the source is that of the first synonym.
+// DEFAULT_CONFIG otherwise; none when that property has no default in
+// Kafka and nobody set it, see Definition.NoBrokerDefault); the source is
+// that of the first synonym, DEFAULT_CONFIG without one.
 //
 // Unlike Kafka, the broker synonym is always reported under its first name
 // (log.retention.ms, not log.retention.hours) with the value in that name's
@@ -63,12 +65,14 @@ func (c Configs) Describe(defaults Defaults) []ConfigEntry {
 			} else if defaults.explicit(def) {
 				src = kmsg.ConfigSourceStaticBrokerConfig
 			}
-			e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: def.Synonyms[0], Value: def.inherited(&defaults), Source: src})
+			if src != kmsg.ConfigSourceDefaultConfig || !def.NoBrokerDefault {
+				e.Synonyms = append(e.Synonyms, ConfigSynonym{Name: def.Synonyms[0], Value: def.inherited(&defaults), Source: src})
+			}
 		}
 		if len(e.Synonyms) > 0 {
 			e.Value, e.Source = e.Synonyms[0].Value, e.Synonyms[0].Source
 		} else {
-			e.Value, e.Source = def.Default, kmsg.ConfigSourceDefaultConfig
+			e.Value, e.Source = def.inherited(&defaults), kmsg.ConfigSourceDefaultConfig
 		}
 		out = append(out, e)
 	}

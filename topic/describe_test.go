@@ -1,6 +1,7 @@
 package topic
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,8 +60,20 @@ func TestDescribeSources(t *testing.T) {
 		{"index.interval.bytes", "4096", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeInt, []ConfigSynonym{
 			{"log.index.interval.bytes", "4096", kmsg.ConfigSourceDefaultConfig},
 		}},
-		{"segment.ms", "604800000", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, []ConfigSynonym{
-			{"log.roll.ms", "604800000", kmsg.ConfigSourceDefaultConfig},
+		// log.roll.ms, log.roll.jitter.ms and log.flush.interval.ms have no
+		// default in Kafka: no broker synonym unless the operator set one.
+		{"segment.ms", "604800000", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, nil},
+		{"segment.jitter.ms", "0", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, nil},
+		{"flush.ms", "9223372036854775807", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, nil},
+		// Kafka 4.4's broker synonyms of its newest topic configs.
+		{"max.decompressed.message.bytes", "2147483639", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeInt, []ConfigSynonym{
+			{"max.decompressed.message.bytes", "2147483639", kmsg.ConfigSourceDefaultConfig},
+		}},
+		{"remote.copy.lag.bytes", "-1", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, []ConfigSynonym{
+			{"log.remote.copy.lag.bytes", "-1", kmsg.ConfigSourceDefaultConfig},
+		}},
+		{"remote.copy.lag.ms", "0", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, []ConfigSynonym{
+			{"log.remote.copy.lag.ms", "0", kmsg.ConfigSourceDefaultConfig},
 		}},
 		{"delete.retention.ms", "86400000", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, []ConfigSynonym{
 			{"log.cleaner.delete.retention.ms", "86400000", kmsg.ConfigSourceDefaultConfig},
@@ -110,6 +123,40 @@ func TestDescribeSources(t *testing.T) {
 	if doc := byName["retention.ms"].Doc; strings.Contains(doc, "kbroker") {
 		t.Errorf("retention.ms is applied; its doc %q should carry no note", doc)
 	}
+}
+
+// TestDescribeNoBrokerDefault: retention.ms inherits from log.retention.ms,
+// which has no default in Kafka (the value comes from log.retention.hours):
+// Kafka 4.4 lists no broker synonym for it unless the operator set one, and
+// neither does kbroker, also after the topic's own value (TestDiffKafka).
+func TestDescribeNoBrokerDefault(t *testing.T) {
+	t.Parallel()
+	d := KafkaDefaults()
+	c, err := NewConfigs(map[string]*string{"retention.ms": strp("3600000")}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]ConfigSynonym{
+		"retention.ms": {{"retention.ms", "3600000", kmsg.ConfigSourceDynamicTopicConfig}},
+	}
+	check := func(what string, entries []ConfigEntry, value string, src kmsg.ConfigSource) {
+		t.Helper()
+		for _, e := range entries {
+			if e.Name != "retention.ms" {
+				continue
+			}
+			if e.Value != value || e.Source != src || !slices.Equal(e.Synonyms, want[what]) {
+				t.Errorf("%s: retention.ms %q from %v, synonyms %+v; want %q from %v, %+v", what, e.Value, e.Source, e.Synonyms, value, src, want[what])
+			}
+		}
+	}
+	check("retention.ms", c.Describe(d), "3600000", kmsg.ConfigSourceDynamicTopicConfig)
+	check("unset", Configs{}.Describe(d), "604800000", kmsg.ConfigSourceDefaultConfig)
+	// Set by the operator (under any of its names), it is listed, by
+	// kbroker under its first name.
+	d.RetentionMs, d.Explicit = 7200000, map[string]bool{"log.retention.hours": true}
+	want["explicit"] = []ConfigSynonym{{"log.retention.ms", "7200000", kmsg.ConfigSourceStaticBrokerConfig}}
+	check("explicit", Configs{}.Describe(d), "7200000", kmsg.ConfigSourceStaticBrokerConfig)
 }
 
 func TestRegistryDescribeConfigs(t *testing.T) {
