@@ -30,8 +30,11 @@
 // # Epochs and the target assignment
 //
 // A group has a group epoch, bumped whenever its membership, a member's
-// subscription, or the subscribed topics (partition counts, a topic
-// created or deleted, what a regular expression matches) change. When the
+// subscription, the server assignor most members prefer, or the
+// subscribed topics (partition counts, a topic created or deleted, what a
+// regular expression matches) change; a new regular expression bumps it
+// only if it changes the subscribed topics, as Kafka's background
+// resolution does. When the
 // group epoch is ahead of the target assignment's epoch, the next
 // heartbeat computes a new target assignment with the server assignor
 // most members name (uniform, the default, or range) and gives it the

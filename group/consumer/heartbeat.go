@@ -202,11 +202,13 @@ type heartbeatPlan struct {
 	skip []string
 
 	// Regular expressions: the resolution to use, whether it is new
-	// (refreshed, at now) and whether a refresh changed what one matches.
-	resolved                  map[string][]string
-	refreshed, refreshChanged bool
-	regexResolved             bool
-	now                       time.Time
+	// (refreshed, at now), and whether the member took one the group had
+	// resolved already or dropped its own (Kafka's
+	// REGEX_UPDATED_AND_RESOLVED).
+	resolved      map[string][]string
+	refreshed     bool
+	regexResolved bool
+	now           time.Time
 
 	// The group epoch, bumped (with new topic metadata meta) when bump.
 	epoch int32
@@ -294,26 +296,32 @@ func (g *group) resolveRegexesLocked(hb *heartbeatPlan, md Metadata) error {
 		regexes = g.subscribedRegexesLocked(hb.skip, updated)
 	}
 	if len(regexes) > 0 && (newRegex || hb.now.Sub(g.mu.lastRefresh) >= regexRefreshMinInterval) {
-		fresh := resolveRegexes(slices.Sorted(maps.Keys(regexes)), md)
-		for re, topics := range fresh {
-			if prev, ok := hb.resolved[re]; ok && !slices.Equal(prev, topics) {
-				hb.refreshChanged = true
-			}
-		}
-		hb.resolved, hb.refreshed = fresh, true
+		hb.resolved = resolveRegexes(slices.Sorted(maps.Keys(regexes)), md)
+		hb.refreshed = true
 	}
-	_, resolved := hb.resolved[updated.regex]
-	hb.regexResolved = hb.regexChanged && updated.regex != "" && resolved
+	// Kafka's heartbeat bumps the group epoch for a regular expression
+	// only when the group has it resolved already or the member drops
+	// its own. A new one is resolved in the background, and its result
+	// bumps the epoch only when the group's subscribed topics changed
+	// (handleRegularExpressionsResult compares the metadata hash), as a
+	// refresh's does: groupEpochLocked's metadata comparison is that.
+	hb.regexResolved = hb.regexChanged && ((updated.regex != "" && !newRegex) || (updated.regex == "" && hb.base.regex != ""))
 	return nil
 }
 
-// groupEpochLocked bumps the group epoch when the member's subscription
-// changed (a new member's included; a regular expression once it is
-// resolved), a regular expression now matches other topics, or the
-// subscribed topics' metadata changed.
+// groupEpochLocked bumps the group epoch when the member's subscribed
+// topic names changed (a new member's included), it took a regular
+// expression the group had resolved or dropped its own, the group's
+// preferred server assignor changed (hasPreferredServerAssignorChanged),
+// or the subscribed topics changed: their metadata, or what regular
+// expressions match.
 func (g *group) groupEpochLocked(hb *heartbeatPlan, md Metadata) {
 	hb.epoch = g.mu.epoch
-	hb.bump = hb.namesChanged || hb.regexResolved || hb.refreshChanged
+	hb.bump = hb.namesChanged || hb.regexResolved
+	if hb.updated.serverAssignor != hb.base.serverAssignor &&
+		g.preferredAssignorLocked(hb.skip, hb.updated) != g.preferredAssignorLocked(nil, nil) {
+		hb.bump = true
+	}
 	if hb.bump || hb.namesChanged || hb.regexChanged || hb.refreshed || hb.replaced != nil || !g.metadataCurrentLocked(md) {
 		hb.meta = metadataOf(g.subscribedNamesLocked(hb.resolved, hb.skip, hb.updated), md)
 		if !maps.Equal(hb.meta, g.mu.meta) {

@@ -468,6 +468,70 @@ func TestRegexSubscription(t *testing.T) {
 	})
 }
 
+// TestRegexGroupEpoch: a regular expression bumps the group epoch as in
+// Kafka 4.4: a new one only when what it matches changes the group's
+// topics (a new one matching nothing leaves the epoch alone), one that
+// another member subscribes to already and dropping one always.
+func TestRegexGroupEpoch(t *testing.T) {
+	run(t, testConfig(), nil, func(t *testing.T, c *Coordinator, md *fakeMetadata) {
+		md.add("foo", 2)
+		epoch := func(want int32) {
+			t.Helper()
+			if d := describe(t, c, md, "g"); d.Epoch != want || d.AssignmentEpoch != want {
+				t.Fatalf("group at epoch %d, target %d; want %d", d.Epoch, d.AssignmentEpoch, want)
+			}
+		}
+		none, fo, dropped := "nothing-.*", "fo+", ""
+		a := newClient(t, c, md, "g", "a")
+		a.regex = &none
+		if r := a.join(); r.MemberEpoch != 1 {
+			t.Fatalf("a joins at epoch %d, want 1 (matching nothing, no new epoch)", r.MemberEpoch)
+		}
+		epoch(1)
+		b := newClient(t, c, md, "g", "b", "foo")
+		b.regex = &fo
+		b.join()
+		epoch(2) // the names; fo+ adds nothing to them
+		cl := newClient(t, c, md, "g", "c")
+		cl.regex = &fo
+		cl.join()
+		epoch(3) // fo+ resolved already: a new epoch, as in Kafka
+		converge(t, a, b, cl)
+		req := b.request(false)
+		req.SubscribedTopicRegex = &dropped
+		if r := b.send(req); r.Err != nil || r.MemberEpoch != 4 {
+			t.Fatalf("b drops its regex: %+v, want epoch 4", r)
+		}
+		epoch(4)
+	})
+}
+
+// TestPreferredAssignorChange: a heartbeat that changes the server
+// assignor most members prefer is a new group epoch, and the new target
+// assignment is the new assignor's (hasPreferredServerAssignorChanged).
+func TestPreferredAssignorChange(t *testing.T) {
+	run(t, testConfig(), nil, func(t *testing.T, c *Coordinator, md *fakeMetadata) {
+		md.add("foo", 2)
+		rng := "range"
+		a := newClient(t, c, md, "g", "a", "foo")
+		a.join()
+		req := a.request(false)
+		req.ServerAssignor = &rng
+		if r := a.send(req); r.Err != nil || r.MemberEpoch != 3 {
+			t.Fatalf("switch to range: %+v, want epoch 3", r)
+		}
+		if d := describe(t, c, md, "g"); d.Epoch != 3 || d.AssignmentEpoch != 3 || d.Assignor != "range" {
+			t.Fatalf("group: %+v, want epoch 3 with the range assignor", d)
+		}
+		// Naming the assignor the group prefers already changes nothing.
+		req = a.request(false)
+		req.ServerAssignor = &rng
+		if r := a.send(req); r.Err != nil || r.MemberEpoch != 3 {
+			t.Fatalf("range again: %+v, want epoch 3", r)
+		}
+	})
+}
+
 // TestRangeAssignor: members naming the range assignor get consecutive
 // ranges, the same numbers of each co-partitioned topic.
 func TestRangeAssignor(t *testing.T) {
