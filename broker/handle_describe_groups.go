@@ -3,20 +3,21 @@ package broker
 // DescribeGroups v0–v6, as Kafka 4's KafkaApis.handleDescribeGroupsRequest
 // and GroupMetadataManager.describeGroups without an authorizer.
 //
-// Each group asked for, in request order: its state,
-// protocol type and members (member and instance id, client id and host).
-// The selected protocol and each member's metadata and assignment are
-// reported only while the group is Stable (Kafka's describeNoMetadata
-// otherwise). A group that does not exist, the empty id included, is Dead
-// with no members and no error, except in v6+ (KIP-1043), where it is
-// GROUP_ID_NOT_FOUND with Kafka's message. A consumer group (KIP-848) is
-// not described here either, as in Kafka 4: Dead, and from v6
-// GROUP_ID_NOT_FOUND ("Group ... is not a classic group."); clients
-// describe it with ConsumerGroupDescribe. Authorized operations (v3+,
-// KIP-430) are -2147483648 unless asked for; when asked for, a group
-// described without error gets what Kafka reports without an authorizer:
-// every operation a group supports (READ, DESCRIBE, DELETE and, since
-// group configs, DESCRIBE_CONFIGS and ALTER_CONFIGS).
+// Each group asked for, in request order: its state, protocol type and
+// members (member and instance id, client id and host, and the assignment
+// of the member's last SyncGroup, which a rebalance keeps until it
+// abandons the generation). The selected protocol and each member's
+// metadata are reported only while the group is Stable (Kafka's
+// describeNoMetadata otherwise). A group that does not exist, the empty id
+// included, is Dead with no members and no error, except in v6+
+// (KIP-1043), where it is GROUP_ID_NOT_FOUND with Kafka's message. A
+// consumer group (KIP-848) is not described here either, as in Kafka 4:
+// Dead, and from v6 GROUP_ID_NOT_FOUND ("Group ... is not a classic
+// group."); clients describe it with ConsumerGroupDescribe. Authorized
+// operations (v3+, KIP-430) are -2147483648 unless asked for; when asked
+// for, a group described without error gets what Kafka reports without an
+// authorizer: every operation a group supports (READ, DESCRIBE, DELETE
+// and, since group configs, DESCRIBE_CONFIGS and ALTER_CONFIGS).
 //
 // Deviations from Apache Kafka:
 //   - A group asked for more than once is described once, at its first

@@ -55,8 +55,9 @@ func TestDescribeGroupsMissing(t *testing.T) {
 	}
 }
 
-// TestDescribeGroups: members are described in every state; metadata,
-// assignment and protocol only while Stable.
+// TestDescribeGroups: members are described in every state; metadata and
+// protocol only while Stable, and a first generation has no assignment
+// before its SyncGroup.
 func TestDescribeGroups(t *testing.T) {
 	srv := newTestServer(t, nil)
 	w := dialWire(t, srv)

@@ -368,9 +368,12 @@ type Description struct {
 	Members  []MemberDescription
 }
 
-// MemberDescription is one member in a Description. Metadata and
-// Assignment are set only while the group is Stable (Kafka's
-// summaryNoMetadata otherwise). The slices are shared: do not modify them.
+// MemberDescription is one member in a Description. Metadata is set only
+// while the group is Stable; Assignment always, the one of the member's
+// last SyncGroup, kept through a rebalance until the generation is
+// abandoned (Kafka 4's ClassicGroupMember.describeNoMetadata; Kafka 3.x's
+// summaryNoMetadata left it out). The slices are shared: do not modify
+// them.
 type MemberDescription struct {
 	MemberID   string
 	InstanceID string
@@ -398,10 +401,10 @@ func (c *Coordinator) Describe(groupID string) (Description, error) {
 		d.Protocol = g.mu.protocolName
 	}
 	for _, m := range g.mu.members {
-		md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
+		md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
+			Assignment: m.assignment}
 		if stable {
 			md.Metadata = m.metadata(g.mu.protocolName)
-			md.Assignment = m.assignment
 		}
 		d.Members = append(d.Members, md)
 	}

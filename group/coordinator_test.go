@@ -49,6 +49,38 @@ func TestStateString(t *testing.T) {
 	}
 }
 
+// TestDescribeKeepsAssignment: a rebalance keeps the members' assignments
+// until it abandons the generation, and Describe shows them in every
+// state, with metadata and protocol only while Stable (Kafka 4's
+// ClassicGroupMember.describeNoMetadata).
+func TestDescribeKeepsAssignment(t *testing.T) {
+	run(t, testConfig(), func(t *testing.T, c *Coordinator) {
+		a, b := newClient(t, c, "g", "a"), newClient(t, c, "g", "b")
+		stableGroup(t, a, b)
+		check := func(want State) {
+			t.Helper()
+			d := wantState(t, c, "g", want)
+			if d.Protocol != "" || len(d.Members) != 2 {
+				t.Fatalf("%v: got %+v, want two members and no protocol", want, d)
+			}
+			for _, m := range d.Members {
+				cl := a
+				if m.MemberID == b.id {
+					cl = b
+				}
+				if m.Metadata != nil || string(m.Assignment) != "assign-"+cl.clientID {
+					t.Fatalf("%v member: got %+v, want %s's assignment without metadata", want, m, cl.clientID)
+				}
+			}
+		}
+		aJoin := a.joinAsync() // the leader rejoins: a rebalance
+		check(PreparingRebalance)
+		b.join()
+		a.await(aJoin)
+		check(CompletingRebalance)
+	})
+}
+
 // TestDescribeAndList: DescribeGroups and ListGroups in each state.
 func TestDescribeAndList(t *testing.T) {
 	cfg := testConfig()

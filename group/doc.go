@@ -92,11 +92,9 @@
 //     UNKNOWN_MEMBER_ID, where Kafka throws IllegalStateException.
 //   - Ties in protocol votes go to the protocol voted for first; Kafka's
 //     choice depends on hash-map order.
-//   - A pending member that leaves does not rebalance a Stable group
-//     (Kafka 3.x; Kafka 4 does). Leave reports a missing group as a
-//     group-level UNKNOWN_MEMBER_ID; Kafka (3.x and 4) answers each member
-//     UNKNOWN_MEMBER_ID with no top-level error, and the wire handler
-//     does so.
+//   - Leave reports a missing group as a group-level UNKNOWN_MEMBER_ID;
+//     Kafka (3.x and 4) answers each member UNKNOWN_MEMBER_ID with no
+//     top-level error, and the wire handler does so.
 //
 // The group keeps copies of the protocol metadata and assignments it is
 // given, so callers may reuse their request buffers; the slices in

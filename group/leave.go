@@ -59,9 +59,10 @@ func (c *Coordinator) Leave(groupID string, members []LeaveMember) ([]error, err
 }
 
 // leaveOneLocked removes one leaving member and sets *left when a member
-// of the generation went. A pending member (KIP-394) is only forgotten: it
-// never was part of a generation, so, as in Kafka 3.x, its leaving alone
-// does not rebalance a Stable group (Kafka 4 rebalances anyway).
+// went. A pending member (KIP-394) is only forgotten, yet counts as one
+// that left: Kafka 4 (classicGroupLeaveToClassicGroup) rebalances a Stable
+// group for it, where Kafka 3.x did not, and clients see the difference
+// (Heartbeat answers REBALANCE_IN_PROGRESS).
 func (g *group) leaveOneLocked(lm LeaveMember, left *bool, e *effects) error {
 	if lm.MemberID == "" {
 		id, ok := g.mu.static[lm.InstanceID]
@@ -74,9 +75,7 @@ func (g *group) leaveOneLocked(lm LeaveMember, left *bool, e *effects) error {
 	}
 	if _, ok := g.mu.pending[lm.MemberID]; ok {
 		g.removePendingLocked(lm.MemberID)
-		if g.mu.state == PreparingRebalance {
-			*left = true // the phase may have waited only for it
-		}
+		*left = true
 		return nil
 	}
 	if err := g.validateMemberLocked(lm.MemberID, lm.InstanceID); err != nil {

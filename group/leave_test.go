@@ -117,7 +117,8 @@ func TestLeaveGroupErrors(t *testing.T) {
 }
 
 // TestLeavePendingMember: an id handed out with MEMBER_ID_REQUIRED may
-// leave; a Stable group is not disturbed.
+// leave, and its leaving rebalances a Stable group, as in Kafka 4
+// (classicGroupLeaveToClassicGroup counts it among the members that left).
 func TestLeavePendingMember(t *testing.T) {
 	run(t, testConfig(), func(t *testing.T, c *Coordinator) {
 		a, b := newClient(t, c, "g", "a"), newClient(t, c, "g", "b")
@@ -128,8 +129,12 @@ func TestLeavePendingMember(t *testing.T) {
 		if err != nil || errs[0] != nil {
 			t.Fatalf("pending leave: %v %v", err, errs)
 		}
-		wantState(t, c, "g", Stable)
+		wantState(t, c, "g", PreparingRebalance)
+		testenv.WantErr(t, "a's heartbeat", a.heartbeat(), kerr.RebalanceInProgress)
 		b.id = r.MemberID
 		testenv.WantErr(t, "join with the forgotten id", recv(t, b.joinAsync(), "b").Err, kerr.UnknownMemberID)
+		if r := a.join(); r.Generation != 2 || len(r.Members) != 1 {
+			t.Fatalf("a's rejoin: got %+v, want generation 2 alone", r)
+		}
 	})
 }
