@@ -448,6 +448,8 @@ func diffSequences(run string) []diffSequence {
 		{name: "list config resources", steps: listConfigResourcesSteps(run)},
 		{name: "fetch edges", steps: fetchEdgeSteps(run)},
 		{name: "config edges", steps: configEdgeSteps(run)},
+		{name: "classic edges", steps: classicEdgeSteps(run)},
+		{name: "consumer edges", steps: consumerEdgeSteps(run)},
 	}
 }
 
