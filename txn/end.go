@@ -308,8 +308,18 @@ func (c *Coordinator) fenceLocked(t *txnMeta, fresh *int64, nowMs int64) (r rec,
 		}
 		next, *fresh = *fresh, noProducerID
 	}
+	// Under transactions v2 Kafka ends the fence with
+	// prepareAbortOrCommit's bump from the fenced producer's epoch, which
+	// it keeps as the last epoch: that producer's InitProducerId v3+
+	// (KIP-360) with it then passes for a retry and gets the current
+	// epoch, where v1 answers PRODUCER_FENCED. After a failed fence the
+	// last epoch is already the fenced producer's.
+	if !v2 {
+		t.lastEpoch = noProducerEpoch
+	} else if !t.failedFence {
+		t.lastEpoch = t.epoch
+	}
 	t.epoch = fenced
-	t.lastEpoch = noProducerEpoch
 	r = t.transit(PrepareAbort, nowMs)
 	r.v2, r.nextProducerID = v2, next
 	t.pending = PrepareAbort

@@ -196,8 +196,8 @@ func TestV2MixedWithV1(t *testing.T) {
 // TestV2FenceBumpsOnce: with the broker at transaction.version 2 the
 // coordinator's own abort (a timeout) bumps the epoch once, as in v1 and
 // as Kafka 4.4 does, and writes its markers with it; the fenced
-// producer's EndTxn is PRODUCER_FENCED and its InitProducerId gets the
-// next epoch.
+// producer's abort passes for a retry, its InitProducerId v3+ with its
+// epoch too, and a new producer's InitProducerId gets the next epoch.
 func TestV2FenceBumpsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnvWith(t, partition.FlushAsync, 3, testConfig())
@@ -219,6 +219,13 @@ func TestV2FenceBumpsOnce(t *testing.T) {
 		// learns the epoch; an older epoch is fenced.
 		wantEnd(t, "timed-out producer's abort", e.endV2("a", pid, epoch, false), nil, pid, epoch+1)
 		wantEnd(t, "older epoch's abort", e.endV2("a", pid, epoch-1, false), kerr.ProducerFenced, 0, 0)
+		// Its InitProducerId v3+ (KIP-360) with its epoch passes for a
+		// retry, as in Kafka 4.4 (the fence's last epoch is the fenced
+		// producer's), and gets the current epoch; an older one is fenced.
+		if r := e.init("a", testTimeoutMs, pid, epoch); r.Err != nil || r.ProducerID != pid || r.Epoch != epoch+1 {
+			t.Fatalf("timed-out producer's init with its epoch: %+v", r)
+		}
+		testenv.WantErr(t, "init with an older epoch", e.init("a", testTimeoutMs, pid, epoch-1).Err, kerr.ProducerFenced)
 		if r := e.init("a", testTimeoutMs, -1, -1); r.Err != nil || r.ProducerID != pid || r.Epoch != epoch+2 {
 			t.Fatalf("init after the fence: %+v", r)
 		}
