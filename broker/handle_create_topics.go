@@ -5,8 +5,10 @@ package broker
 //
 // Per topic, in Kafka's order: a name given more than once in the request
 // is INVALID_REQUEST ("duplicate topic name", answered once); then the
-// registry's checks (invalid or colliding name INVALID_TOPIC_EXCEPTION,
-// internal name INVALID_REQUEST, TOPIC_ALREADY_EXISTS, INVALID_CONFIG);
+// registry's checks (invalid name INVALID_TOPIC_EXCEPTION,
+// TOPIC_ALREADY_EXISTS, also for an existing internal topic, another
+// internal name INVALID_REQUEST, colliding name INVALID_TOPIC_EXCEPTION,
+// INVALID_CONFIG);
 // then the placement: a manual replica assignment needs replication factor
 // and partitions -1 (else INVALID_REQUEST) and every partition, numbered
 // 0..n-1, must be placed on exactly this broker (else
@@ -23,7 +25,8 @@ package broker
 //   - A validate-only answer has no topic id (Kafka makes up one it never
 //     uses).
 //   - Clients cannot create internal topics (INVALID_REQUEST, as Kafka for
-//     __cluster_metadata); the broker's coordinators create them.
+//     __cluster_metadata); the broker's coordinators create them. Once
+//     they have, a create is TOPIC_ALREADY_EXISTS, as in Kafka.
 //   - Responses keep request order (Kafka appends duplicates at the end).
 //
 // Versions: v1 validate_only and error messages; v2 throttle; v4 -1

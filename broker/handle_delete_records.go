@@ -18,6 +18,11 @@ package broker
 // The new log start offset is checkpointed before the response; the data
 // itself goes when retention next deletes commit-log files. With one
 // replica there is nothing to wait for, so TimeoutMillis is not used.
+//
+// A partition named more than once is answered once, at the offset named
+// last, and a topic named more than once in one entry; a topic naming no
+// partitions is left out (mergeDeleteRecords, as Kafka's map of
+// partitions). Answers keep the order of first naming.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,9 +35,10 @@ import (
 
 func (b *Broker) handleDeleteRecords(c *conn, req *kmsg.DeleteRecordsRequest) (result, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
-	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
-	for i := range req.Topics {
-		rt, st := &req.Topics[i], &resp.Topics[i]
+	topics := mergeDeleteRecords(req.Topics)
+	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(topics))
+	for i := range topics {
+		rt, st := &topics[i], &resp.Topics[i]
 		st.Default()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.DeleteRecordsResponseTopicPartition, len(rt.Partitions))
@@ -72,4 +78,36 @@ func (b *Broker) handleDeleteRecords(c *conn, req *kmsg.DeleteRecordsRequest) (r
 		}
 	}
 	return respond(resp)
+}
+
+// mergeDeleteRecords folds the topics a request names more than once into
+// one entry and the partitions it names more than once into one, at the
+// offset named last, and drops topics naming no partitions: Kafka's
+// KafkaApis.handleDeleteRecordsRequest keys the request by partition, so
+// the last naming wins and each partition is answered once, grouped by
+// topic.
+func mergeDeleteRecords(topics []kmsg.DeleteRecordsRequestTopic) []kmsg.DeleteRecordsRequestTopic {
+	out := make([]kmsg.DeleteRecordsRequestTopic, 0, len(topics))
+	topicAt := make(map[string]int, len(topics))
+	partAt := make(map[string]map[int32]int, len(topics))
+	for _, rt := range topics {
+		if len(rt.Partitions) == 0 {
+			continue
+		}
+		i, ok := topicAt[rt.Topic]
+		if !ok {
+			i = len(out)
+			topicAt[rt.Topic], partAt[rt.Topic] = i, map[int32]int{}
+			out = append(out, kmsg.DeleteRecordsRequestTopic{Topic: rt.Topic})
+		}
+		for _, rp := range rt.Partitions {
+			if j, ok := partAt[rt.Topic][rp.Partition]; ok {
+				out[i].Partitions[j].Offset = rp.Offset
+				continue
+			}
+			partAt[rt.Topic][rp.Partition] = len(out[i].Partitions)
+			out[i].Partitions = append(out[i].Partitions, rp)
+		}
+	}
+	return out
 }

@@ -66,6 +66,34 @@ func TestDeleteRecordsThenListOffsets(t *testing.T) {
 	}
 }
 
+// TestDeleteRecordsNamedTwice: a partition named twice is answered once,
+// at the offset named last; a topic named twice is one entry, and one
+// naming no partitions none, as in Kafka.
+func TestDeleteRecordsNamedTwice(t *testing.T) {
+	srv := newTestServer(t, nil)
+	dataTopic(t, srv, "t", 2, nil)
+	dataTopic(t, srv, "u", 1, nil)
+	w := dialWire(t, srv)
+	produceAt(t, w, "t", 1000, 2000, 3000) // partition 0, offsets 0-8
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.Version = 2
+	req.Topics = []kmsg.DeleteRecordsRequestTopic{
+		{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 99}, {Partition: 0, Offset: 4}}},
+		{Topic: "u"},
+		{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 1, Offset: 0}}},
+	}
+	resp := w.do(req).(*kmsg.DeleteRecordsResponse)
+	if len(resp.Topics) != 1 || resp.Topics[0].Topic != "t" || len(resp.Topics[0].Partitions) != 2 {
+		t.Fatalf("answer %+v, want topic t once with partitions 0 and 1", resp.Topics)
+	}
+	for i, want := range []kmsg.DeleteRecordsResponseTopicPartition{{Partition: 0, LowWatermark: 4}, {Partition: 1, LowWatermark: 0}} {
+		got := resp.Topics[0].Partitions[i]
+		if got.Partition != want.Partition || got.ErrorCode != 0 || got.LowWatermark != want.LowWatermark {
+			t.Errorf("partition %d: %+v, want %+v", i, got, want)
+		}
+	}
+}
+
 // TestDeleteRecordsKadm: the admin client's DeleteRecords and
 // ListStartOffsets agree.
 func TestDeleteRecordsKadm(t *testing.T) {

@@ -352,9 +352,6 @@ func (r *Registry) create(name string, partitions int32, configs map[string]*str
 	if err := ValidateName(name); err != nil {
 		return Topic{}, err
 	}
-	if !internal && isReserved(name) {
-		return Topic{}, errorf(kerr.InvalidRequest, "creation of internal topic %s is prohibited", name)
-	}
 	r.mu.Lock()
 	locked := true
 	defer func() {
@@ -364,9 +361,15 @@ func (r *Registry) create(name string, partitions int32, configs map[string]*str
 	}()
 	s := r.head
 	if _, ok := s.byName[name]; ok {
+		// Also for an internal topic the coordinators created: Kafka's
+		// CreateTopics of an existing __consumer_offsets is
+		// TOPIC_ALREADY_EXISTS, like any existing topic's.
 		locked = false
 		r.settleUnlock()
 		return Topic{}, errorf(kerr.TopicAlreadyExists, "topic '%s' already exists", name)
+	}
+	if !internal && isReserved(name) {
+		return Topic{}, errorf(kerr.InvalidRequest, "creation of internal topic %s is prohibited", name)
 	}
 	if other, ok := s.byKey[collisionKey(name)]; ok {
 		locked = false

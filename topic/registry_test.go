@@ -106,6 +106,15 @@ func TestInternalTopics(t *testing.T) {
 	}
 	_, err = r.CreateInternal(GroupMetadataTopic, 50, nil)
 	testenv.WantErr(t, "CreateInternal twice", err, kerr.TopicAlreadyExists)
+	// A client's create of an existing internal topic is
+	// TOPIC_ALREADY_EXISTS, as in Kafka; of one not created yet
+	// INVALID_REQUEST.
+	_, err = r.Create(GroupMetadataTopic, 1, nil, false)
+	testenv.WantErr(t, "Create(existing internal)", err, kerr.TopicAlreadyExists)
+	_, err = r.Create(GroupMetadataTopic, 1, nil, true)
+	testenv.WantErr(t, "Create(existing internal, validate only)", err, kerr.TopicAlreadyExists)
+	_, err = r.Create(TransactionTopic, 1, nil, false)
+	testenv.WantErr(t, "Create(internal not created yet)", err, kerr.InvalidRequest)
 	_, err = r.CreateInternal("orders", 1, nil)
 	testenv.WantErr(t, "CreateInternal(orders)", err, kerr.InvalidRequest)
 	_, err = r.CreateInternal(ClusterMetadataTopic, 1, nil)
