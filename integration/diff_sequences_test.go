@@ -450,6 +450,8 @@ func diffSequences(run string) []diffSequence {
 		{name: "config edges", steps: configEdgeSteps(run)},
 		{name: "classic edges", steps: classicEdgeSteps(run)},
 		{name: "consumer edges", steps: consumerEdgeSteps(run)},
+		{name: "admin edges", steps: adminEdgeSteps(run)},
+		{name: "txn edges", steps: txnEdgeSteps(run)},
 	}
 }
 
