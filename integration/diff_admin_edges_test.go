@@ -35,21 +35,7 @@ func adminEdgeSteps(run string) []diffStep {
 	base, other, under, gone := "ae-"+run, "aeo-"+run, "ae_u-"+run, "aed-"+run
 	missing, grp, member := "missing-ae-"+run, "aeg-"+run, "aem-"+run
 	configs := regexp.MustCompile(`Topics\.\d+\.Configs\.`)
-	create := func(edit func(*kmsg.CreateTopicsRequest), names ...string) func(*diffSide, int16) kmsg.Request {
-		return func(s *diffSide, v int16) kmsg.Request {
-			r := kmsg.NewPtrCreateTopicsRequest()
-			r.TimeoutMillis = 10000
-			for _, n := range names {
-				t := kmsg.NewCreateTopicsRequestTopic()
-				t.Topic, t.NumPartitions, t.ReplicationFactor = n, 1, 1
-				r.Topics = append(r.Topics, t)
-			}
-			if edit != nil {
-				edit(r)
-			}
-			return r
-		}
-	}
+	create := createTopicsWith
 	validateOnly := func(r *kmsg.CreateTopicsRequest) { r.ValidateOnly = true }
 	counts := func(partitions int32, rf int16) func(*kmsg.CreateTopicsRequest) {
 		return func(r *kmsg.CreateTopicsRequest) {

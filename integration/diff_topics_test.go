@@ -15,22 +15,28 @@ import (
 // cluster cannot meet, names too long or colliding, several topics in one
 // request, deletes by topic id, partitions added with an assignment, and
 // broker configs of this broker, of an unknown one and its loggers.
+// createTopicsWith creates names with one partition and one replica
+// each, the request then changed by edit (if not nil).
+func createTopicsWith(edit func(*kmsg.CreateTopicsRequest), names ...string) func(*diffSide, int16) kmsg.Request {
+	return func(s *diffSide, v int16) kmsg.Request {
+		r := kmsg.NewPtrCreateTopicsRequest()
+		r.TimeoutMillis = 10000
+		for _, n := range names {
+			t := kmsg.NewCreateTopicsRequestTopic()
+			t.Topic, t.NumPartitions, t.ReplicationFactor = n, 1, 1
+			r.Topics = append(r.Topics, t)
+		}
+		if edit != nil {
+			edit(r)
+		}
+		return r
+	}
+}
+
 func topicEdgeSteps(run string) []diffStep {
 	assigned, byDefault, gone := "ta-"+run, "td-"+run, "tg-"+run
 	configs := regexp.MustCompile(`Topics\.\d+\.Configs\.`)
-	create := func(edit func(*kmsg.CreateTopicsRequest), names ...string) func(*diffSide, int16) kmsg.Request {
-		return func(s *diffSide, v int16) kmsg.Request {
-			r := kmsg.NewPtrCreateTopicsRequest()
-			r.TimeoutMillis = 10000
-			for _, n := range names {
-				t := kmsg.NewCreateTopicsRequestTopic()
-				t.Topic, t.NumPartitions, t.ReplicationFactor = n, 1, 1
-				r.Topics = append(r.Topics, t)
-			}
-			edit(r)
-			return r
-		}
-	}
+	create := createTopicsWith
 	assignment := func(brokers ...int32) []kmsg.CreateTopicsRequestTopicReplicaAssignment {
 		var out []kmsg.CreateTopicsRequestTopicReplicaAssignment
 		for i, b := range brokers {
