@@ -80,6 +80,9 @@ import (
 const internalWriterClientID = "__admin_client"
 
 func (b *Broker) handleProduce(c *conn, req *kmsg.ProduceRequest) (result, error) {
+	if c.produceScratch().hasRepeats(req) {
+		mergeRepeats(req) // as Kafka reads it (handle_produce_repeats.go)
+	}
 	pr := newProduceResponse(req)
 	resp := &pr.resp
 	if hasTransactionalBatch(req) && req.TransactionID == nil {
@@ -172,6 +175,9 @@ type produceScratch struct {
 	// under transactions v2), so that verifyTransactional does not ask
 	// the coordinator a second time; empty when it made none.
 	verified []verification
+	// topicKeys and partitionKeys are hasRepeats' scratch.
+	topicKeys     []produceTopicKey
+	partitionKeys []int32
 }
 
 // verification is the outcome of a partition's transaction check: done
@@ -375,9 +381,10 @@ func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
 }
 
 // setProduceError records a failed append: the code, for v8+ the message
-// and, for a bad record, its index (KIP-467). Like Kafka, a refused batch
-// reports no log start offset (-1), while record and producer-state errors
-// report the partition's.
+// and, for a bad record, its index (KIP-467). Like Kafka, a batch refused
+// before the log (framing, CRC, size) reports no log start offset (-1),
+// while record and producer-state errors and the log's own batch checks
+// (batch.Error.InLog) report the partition's.
 func (b *Broker) setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, p *partition.Partition, err error) {
 	sp.ErrorCode = errorCode(err)
 	switch sp.ErrorCode {
@@ -394,6 +401,9 @@ func (b *Broker) setProduceError(sp *kmsg.ProduceResponseTopicPartition, version
 	switch {
 	case errors.As(err, &be):
 		if be.Record < 0 {
+			if be.InLog {
+				sp.LogStartOffset = p.LogStartOffset()
+			}
 			return
 		}
 		sp.LogStartOffset = p.LogStartOffset()

@@ -18,6 +18,12 @@ type Error struct {
 	Code   *kerr.Error
 	Record int
 	Reason string
+	// InLog is set on the batch faults Kafka finds in the log layer
+	// (UnifiedLog.analyzeAndValidateRecords' base offset, LogValidator's
+	// header rules): ReplicaManager answers those with the partition's log
+	// start offset, and those found before (ProduceRequest.validateRecords)
+	// or corrupt and oversized batches with -1.
+	InLog bool
 }
 
 // Error formats as "batch: CODE: [record N: ]reason".
@@ -30,6 +36,14 @@ func (e *Error) Error() string {
 
 // Unwrap returns the Kafka error code.
 func (e *Error) Unwrap() error { return e.Code }
+
+// logError is newError for a batch fault Kafka finds in the log layer
+// (Error.InLog).
+func logError(code *kerr.Error, format string, args ...any) *Error {
+	e := newError(code, -1, format, args...)
+	e.InLog = true
+	return e
+}
 
 // newError builds an *Error. Only error paths call it, so the happy path of
 // Validate stays free of allocations.

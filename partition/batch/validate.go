@@ -256,7 +256,7 @@ func checkFraming(records []byte, opts *ValidateOptions) (Header, error) {
 	}
 	// analyzeAndValidateRecords: client v2 batches must have BaseOffset 0.
 	if h.BaseOffset != 0 {
-		return Header{}, newError(kerr.InvalidRecord, -1, "base offset %d, want 0", h.BaseOffset)
+		return Header{}, logError(kerr.InvalidRecord, "base offset %d, want 0", h.BaseOffset)
 	}
 	// analyzeAndValidateRecords: RecordTooLargeException.
 	if limit := opts.maxMessageBytes(); h.Size() > limit {
@@ -281,34 +281,34 @@ func checkHeader(h *Header) error {
 	}
 	// validateBatch (KAFKA-6554): the offset range and the count agree.
 	if int64(h.LastOffsetDelta)+1 <= 0 {
-		return newError(kerr.InvalidRecord, -1, "invalid offset range: last offset delta %d", h.LastOffsetDelta)
+		return logError(kerr.InvalidRecord, "invalid offset range: last offset delta %d", h.LastOffsetDelta)
 	}
 	if h.NumRecords <= 0 {
-		return newError(kerr.InvalidRecord, -1, "invalid record count %d", h.NumRecords)
+		return logError(kerr.InvalidRecord, "invalid record count %d", h.NumRecords)
 	}
 	if int64(h.LastOffsetDelta)+1 != int64(h.NumRecords) {
-		return newError(kerr.InvalidRecord, -1, "last offset delta %d does not match %d records", h.LastOffsetDelta, h.NumRecords)
+		return logError(kerr.InvalidRecord, "last offset delta %d does not match %d records", h.LastOffsetDelta, h.NumRecords)
 	}
 	// validateBatch: "Clients are not allowed to write control records".
 	if h.IsControl() {
-		return newError(kerr.InvalidRecord, -1, "clients may not write control batches")
+		return logError(kerr.InvalidRecord, "clients may not write control batches")
 	}
 	// validateBatch: a producer id needs a sequence.
 	if h.HasProducerID() && h.BaseSequence < 0 {
-		return newError(kerr.InvalidRecord, -1, "producer id %d with base sequence %d", h.ProducerID, h.BaseSequence)
+		return logError(kerr.InvalidRecord, "producer id %d with base sequence %d", h.ProducerID, h.BaseSequence)
 	}
 	// kbroker's rule: Kafka accepts a transactional batch without a
 	// producer id and then leaves it out of producer state, so no marker
 	// ever completes it. Refuse it instead.
 	if h.IsTransactional() && !h.HasProducerID() {
-		return newError(kerr.InvalidRecord, -1, "transactional batch without a producer id")
+		return logError(kerr.InvalidRecord, "transactional batch without a producer id")
 	}
 	// LogValidator.validateTimestamp: "Producer should not set timestamp
 	// type to LogAppendTime", INVALID_TIMESTAMP. Kafka applies it per
 	// record on LogAppendTime topics and on CreateTime topics silently
 	// turns the batch into CreateTime; kbroker refuses it everywhere.
 	if h.TimestampType() == LogAppendTime {
-		return newError(kerr.InvalidTimestamp, -1, "producers may not set the LogAppendTime timestamp type")
+		return logError(kerr.InvalidTimestamp, "producers may not set the LogAppendTime timestamp type")
 	}
 	return nil
 }

@@ -1,0 +1,109 @@
+package broker
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A produce request may name a topic, or a topic's partition, more than
+// once. Kafka collects the request's partitions into a map
+// (KafkaApis.handleProduceRequest), so a partition named twice is written
+// and answered once, with its last naming's records, and the partitions of
+// a topic named twice are answered under one topic entry. kbroker reads
+// such a request the same way: it answers a partition where first named.
+// Clients do not send such requests; checking costs no allocation.
+
+// produceTopicKey is how a produce request names a topic: by name, or
+// (v13+) by id.
+type produceTopicKey struct {
+	name string
+	id   [16]byte
+}
+
+func compareTopicKeys(a, b produceTopicKey) int {
+	return cmp.Or(strings.Compare(a.name, b.name), bytes.Compare(a.id[:], b.id[:]))
+}
+
+// hasRepeats reports whether req names a topic, or a topic's partition,
+// more than once.
+func (sc *produceScratch) hasRepeats(req *kmsg.ProduceRequest) bool {
+	topics := sc.topicKeys[:0]
+	for i := range req.Topics {
+		topics = append(topics, produceTopicKey{req.Topics[i].Topic, req.Topics[i].TopicID})
+	}
+	sc.topicKeys = topics
+	defer clear(sc.topicKeys) // the names are the request's
+	if hasRepeat(topics, compareTopicKeys) {
+		return true
+	}
+	for i := range req.Topics {
+		parts := sc.partitionKeys[:0]
+		for j := range req.Topics[i].Partitions {
+			parts = append(parts, req.Topics[i].Partitions[j].Partition)
+		}
+		sc.partitionKeys = parts
+		if hasRepeat(parts, cmp.Compare[int32]) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasRepeat reports whether s holds a value twice, reordering s: pairwise
+// for a short s, sorted for a longer one.
+func hasRepeat[T any](s []T, compare func(a, b T) int) bool {
+	if len(s) <= 8 {
+		for i := range s {
+			for j := range i {
+				if compare(s[i], s[j]) == 0 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	slices.SortFunc(s, compare)
+	for i := 1; i < len(s); i++ {
+		if compare(s[i-1], s[i]) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeRepeats rewrites a request with repeats (hasRepeats) into one topic
+// entry per topic, where the topic is first named, and one partition entry
+// per partition, where first named, carrying its last naming's records.
+func mergeRepeats(req *kmsg.ProduceRequest) {
+	type partitionKey struct {
+		topic     int // in the merged topics
+		partition int32
+	}
+	topics := make([]kmsg.ProduceRequestTopic, 0, len(req.Topics))
+	topicAt := make(map[produceTopicKey]int, len(req.Topics))
+	partitionAt := make(map[partitionKey]int)
+	for _, rt := range req.Topics {
+		i, ok := topicAt[produceTopicKey{rt.Topic, rt.TopicID}]
+		if !ok {
+			i = len(topics)
+			topicAt[produceTopicKey{rt.Topic, rt.TopicID}] = i
+			merged := rt
+			merged.Partitions = nil // not appended to in the request's array
+			topics = append(topics, merged)
+		}
+		t := &topics[i]
+		for _, rp := range rt.Partitions {
+			if j, ok := partitionAt[partitionKey{i, rp.Partition}]; ok {
+				t.Partitions[j] = rp
+				continue
+			}
+			partitionAt[partitionKey{i, rp.Partition}] = len(t.Partitions)
+			t.Partitions = append(t.Partitions, rp)
+		}
+	}
+	req.Topics = topics
+}
