@@ -452,6 +452,7 @@ func diffSequences(run string) []diffSequence {
 		{name: "consumer edges", steps: consumerEdgeSteps(run)},
 		{name: "admin edges", steps: adminEdgeSteps(run)},
 		{name: "txn edges", steps: txnEdgeSteps(run)},
+		{name: "produce edges 2", steps: produceEdge2Steps(run)},
 	}
 }
 
