@@ -25,6 +25,8 @@ package broker
 // partitions). Answers keep the order of first naming.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -82,32 +84,15 @@ func (b *Broker) handleDeleteRecords(c *conn, req *kmsg.DeleteRecordsRequest) (r
 
 // mergeDeleteRecords folds the topics a request names more than once into
 // one entry and the partitions it names more than once into one, at the
-// offset named last, and drops topics naming no partitions: Kafka's
-// KafkaApis.handleDeleteRecordsRequest keys the request by partition, so
-// the last naming wins and each partition is answered once, grouped by
-// topic.
+// offset named last (mergeRepeated), and drops topics naming no partitions
+// first, as Kafka's KafkaApis.handleDeleteRecordsRequest, which keys the
+// request by partition.
 func mergeDeleteRecords(topics []kmsg.DeleteRecordsRequestTopic) []kmsg.DeleteRecordsRequestTopic {
-	out := make([]kmsg.DeleteRecordsRequestTopic, 0, len(topics))
-	topicAt := make(map[string]int, len(topics))
-	partAt := make(map[string]map[int32]int, len(topics))
-	for _, rt := range topics {
-		if len(rt.Partitions) == 0 {
-			continue
-		}
-		i, ok := topicAt[rt.Topic]
-		if !ok {
-			i = len(out)
-			topicAt[rt.Topic], partAt[rt.Topic] = i, map[int32]int{}
-			out = append(out, kmsg.DeleteRecordsRequestTopic{Topic: rt.Topic})
-		}
-		for _, rp := range rt.Partitions {
-			if j, ok := partAt[rt.Topic][rp.Partition]; ok {
-				out[i].Partitions[j].Offset = rp.Offset
-				continue
-			}
-			partAt[rt.Topic][rp.Partition] = len(out[i].Partitions)
-			out[i].Partitions = append(out[i].Partitions, rp)
-		}
-	}
-	return out
+	topics = slices.DeleteFunc(topics, func(t kmsg.DeleteRecordsRequestTopic) bool { return len(t.Partitions) == 0 })
+	return mergeRepeated(topics,
+		func(t *kmsg.DeleteRecordsRequestTopic) string { return t.Topic },
+		func(t *kmsg.DeleteRecordsRequestTopic) *[]kmsg.DeleteRecordsRequestTopicPartition {
+			return &t.Partitions
+		},
+		func(p *kmsg.DeleteRecordsRequestTopicPartition) int32 { return p.Partition })
 }

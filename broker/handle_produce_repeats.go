@@ -79,31 +79,8 @@ func hasRepeat[T any](s []T, compare func(a, b T) int) bool {
 // entry per topic, where the topic is first named, and one partition entry
 // per partition, where first named, carrying its last naming's records.
 func mergeRepeats(req *kmsg.ProduceRequest) {
-	type partitionKey struct {
-		topic     int // in the merged topics
-		partition int32
-	}
-	topics := make([]kmsg.ProduceRequestTopic, 0, len(req.Topics))
-	topicAt := make(map[produceTopicKey]int, len(req.Topics))
-	partitionAt := make(map[partitionKey]int)
-	for _, rt := range req.Topics {
-		i, ok := topicAt[produceTopicKey{rt.Topic, rt.TopicID}]
-		if !ok {
-			i = len(topics)
-			topicAt[produceTopicKey{rt.Topic, rt.TopicID}] = i
-			merged := rt
-			merged.Partitions = nil // not appended to in the request's array
-			topics = append(topics, merged)
-		}
-		t := &topics[i]
-		for _, rp := range rt.Partitions {
-			if j, ok := partitionAt[partitionKey{i, rp.Partition}]; ok {
-				t.Partitions[j] = rp
-				continue
-			}
-			partitionAt[partitionKey{i, rp.Partition}] = len(t.Partitions)
-			t.Partitions = append(t.Partitions, rp)
-		}
-	}
-	req.Topics = topics
+	req.Topics = mergeRepeated(req.Topics,
+		func(t *kmsg.ProduceRequestTopic) produceTopicKey { return produceTopicKey{t.Topic, t.TopicID} },
+		func(t *kmsg.ProduceRequestTopic) *[]kmsg.ProduceRequestTopicPartition { return &t.Partitions },
+		func(p *kmsg.ProduceRequestTopicPartition) int32 { return p.Partition })
 }
