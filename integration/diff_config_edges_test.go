@@ -81,27 +81,21 @@ func configEdgeSteps(run string) []diffStep {
 	// createEach creates (or validates) one topic per config, each with
 	// that config set.
 	createEach := func(validateOnly bool, configs ...[2]string) func(*diffSide, int16) kmsg.Request {
-		return func(*diffSide, int16) kmsg.Request {
-			r := kmsg.NewPtrCreateTopicsRequest()
-			r.TimeoutMillis, r.ValidateOnly = 10000, validateOnly
-			for i, kv := range configs {
-				t := kmsg.NewCreateTopicsRequestTopic()
-				t.Topic, t.NumPartitions, t.ReplicationFactor = "cex-"+run+"-"+string(rune('a'+i)), 1, 1
-				t.Configs = []kmsg.CreateTopicsRequestTopicConfig{{Name: kv[0], Value: kmsg.StringPtr(kv[1])}}
-				r.Topics = append(r.Topics, t)
-			}
-			return r
+		names := make([]string, len(configs))
+		for i := range configs {
+			names[i] = "cex-" + run + "-" + string(rune('a'+i))
 		}
+		return createTopicsWith(func(r *kmsg.CreateTopicsRequest) {
+			r.ValidateOnly = validateOnly
+			for i, kv := range configs {
+				r.Topics[i].Configs = []kmsg.CreateTopicsRequestTopicConfig{{Name: kv[0], Value: kmsg.StringPtr(kv[1])}}
+			}
+		}, names...)
 	}
 	createWith := func(validateOnly bool, configs ...kmsg.CreateTopicsRequestTopicConfig) func(*diffSide, int16) kmsg.Request {
-		return func(*diffSide, int16) kmsg.Request {
-			r := kmsg.NewPtrCreateTopicsRequest()
-			r.TimeoutMillis, r.ValidateOnly = 10000, validateOnly
-			t := kmsg.NewCreateTopicsRequestTopic()
-			t.Topic, t.NumPartitions, t.ReplicationFactor, t.Configs = "cey-"+run, 1, 1, configs
-			r.Topics = append(r.Topics, t)
-			return r
-		}
+		return createTopicsWith(func(r *kmsg.CreateTopicsRequest) {
+			r.ValidateOnly, r.Topics[0].Configs = validateOnly, configs
+		}, "cey-"+run)
 	}
 	alterTopics := func(validateOnly bool, names []string, ops ...kmsg.IncrementalAlterConfigsRequestResourceConfig) func(*diffSide, int16) kmsg.Request {
 		return func(*diffSide, int16) kmsg.Request {
