@@ -94,28 +94,15 @@ func (b *Broker) handleListOffsets(c *conn, req *kmsg.ListOffsetsRequest) (resul
 
 // mergeListOffsets answers each topic once and each of its partitions
 // once, as Kafka does: it collects the answers in a map by partition and
-// groups them by topic (ReplicaManager.fetchOffset). The first answer of
-// a partition is kept; a partition named twice is INVALID_REQUEST at
-// each naming anyway. Malformed requests only: it allocates.
+// groups them by topic (ReplicaManager.fetchOffset). A partition named
+// twice is INVALID_REQUEST at each naming, so its answers are the same and
+// mergeRepeated's keeping the last changes nothing. Malformed requests
+// only: it allocates.
 func mergeListOffsets(topics []kmsg.ListOffsetsResponseTopic) []kmsg.ListOffsetsResponseTopic {
-	at := make(map[string]int, len(topics))
-	seen := make(map[listOffsetsKey]bool)
-	out := topics[:0]
-	for _, t := range topics {
-		i, ok := at[t.Topic]
-		if !ok {
-			i = len(out)
-			at[t.Topic] = i
-			out = append(out, kmsg.ListOffsetsResponseTopic{Topic: t.Topic})
-		}
-		for _, p := range t.Partitions {
-			if k := (listOffsetsKey{t.Topic, p.Partition}); !seen[k] {
-				seen[k] = true
-				out[i].Partitions = append(out[i].Partitions, p)
-			}
-		}
-	}
-	return out
+	return mergeRepeated(topics,
+		func(t *kmsg.ListOffsetsResponseTopic) string { return t.Topic },
+		func(t *kmsg.ListOffsetsResponseTopic) *[]kmsg.ListOffsetsResponseTopicPartition { return &t.Partitions },
+		func(p *kmsg.ListOffsetsResponseTopicPartition) int32 { return p.Partition })
 }
 
 // listOffsetsTopicsRepeat reports whether a ListOffsets request names a

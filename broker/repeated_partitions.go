@@ -3,9 +3,10 @@ package broker
 // mergeRepeated folds the entries of a request's topic list that name one
 // topic (key) more than once into one, where the topic is first named,
 // and within it the partitions named more than once into one, where first
-// named, holding the last naming: Kafka keys Produce and DeleteRecords
-// requests by partition, so the last naming wins and each partition is
-// answered once, grouped by topic. It allocates: for malformed requests.
+// named, holding the last naming: Kafka keys Produce, DeleteRecords and
+// ListOffsets requests by partition, so the last naming wins and each
+// partition is answered once, grouped by topic. It allocates: for
+// malformed requests only.
 func mergeRepeated[T, P any, K comparable](topics []T, key func(*T) K, parts func(*T) *[]P, partition func(*P) int32) []T {
 	type partitionKey struct {
 		topic     int // in the merged topics
